@@ -1,0 +1,73 @@
+"""The `groupfit` command. Each subcommand lives beside the part it runs and is imported only when
+used, so `groupfit assign` does not load Spark or the web stack."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from typing import Any
+
+from app.core.errors import AssignmentError
+
+# name → (module with `add_arguments(parser)` and `run(args) -> int`, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "assign": ("app.cli", "compute one assignment from a JSON request and print the answer"),
+    "algorithms": ("app.cli", "list the registered algorithms and their parameters"),
+    "generate-stream": ("app.sim.commands", "generate a rate stream (Landau et al. Eq. 15)"),
+    "evaluate": ("app.sim.commands", "replay a stream through algorithms: consumers, Rscore, CBS"),
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
+    if command == "assign":
+        parser.add_argument("--input", "-i", required=True, help="request JSON file, or - for standard input")
+        parser.add_argument("--dense", action="store_true", help="add the dense delta matrix")
+        parser.add_argument("--indent", type=int, default=2, help="JSON indent (0 for one line)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.core.algorithm import algorithms
+    from app.core.assign import assign_document
+
+    if args.command == "algorithms":
+        listing = [
+            {"name": a.name, "description": a.description, "source": a.source, "params": a.params_schema()}
+            for a in algorithms().values()
+        ]
+        print(json.dumps(listing, indent=2))
+        return 0
+    text = sys.stdin.read() if args.input == "-" else open(args.input, encoding="utf-8").read()
+    try:
+        request: Any = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise AssignmentError("invalid_json", f"the request is not valid JSON: {exc}.") from None
+    if not isinstance(request, dict):
+        raise AssignmentError("invalid_request", "the request must be a JSON object.")
+    answer = assign_document(request, dense=args.dense)
+    print(json.dumps(answer, indent=args.indent or None))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="groupfit", description="Partition assignment for consumer groups.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (module, help_text) in COMMANDS.items():
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        importlib.import_module(module).add_arguments(command, name)
+        command.set_defaults(module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return importlib.import_module(args.module).run(args)
+    except AssignmentError as exc:
+        print(json.dumps(exc.to_body()), file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""The one algorithm interface and the one registry.
+
+An algorithm is a name, a one-line description, a pydantic model of its parameters (which gives
+the JSON schema and the validation) and a pure function from the problem to a placement. Adding
+an algorithm is adding one module to `app/core/algorithms/` that calls `register`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from app.core.errors import AssignmentError
+from app.core.model import Problem
+
+
+class NoParams(BaseModel):
+    """Parameters of an algorithm that takes none."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class Placement:
+    """What an algorithm returns: consumer id → partition indices, and its own outputs."""
+
+    assignment: dict[str, list[int]]
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    name: str
+    description: str
+    place: Callable[[Problem, Any], Placement]
+    params: type[BaseModel] = NoParams
+    source: str = ""
+
+    def parse_params(self, raw: Mapping[str, Any] | None) -> BaseModel:
+        try:
+            return self.params.model_validate(raw or {})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "params"
+            raise AssignmentError(
+                "invalid_parameter",
+                f"parameter {where!r} of algorithm {self.name!r}: {first['msg']}.",
+                {"errors": [{"loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors()]},
+            ) from None
+
+    def params_schema(self) -> dict[str, Any]:
+        return self.params.model_json_schema()
+
+
+_REGISTRY: dict[str, Algorithm] = {}
+_loaded = False
+
+
+def register(algorithm: Algorithm) -> Algorithm:
+    if algorithm.name in _REGISTRY:
+        raise ValueError(f"algorithm {algorithm.name!r} is registered twice")
+    _REGISTRY[algorithm.name] = algorithm
+    return algorithm
+
+
+def _load_all() -> None:
+    import app.core.algorithms as package
+
+    for module in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{module.name}")
+
+
+def algorithms() -> dict[str, Algorithm]:
+    """The registry, every module of `app/core/algorithms/` loaded."""
+    global _loaded
+    if not _loaded:
+        _load_all()
+        _loaded = True
+    return _REGISTRY
+
+
+def get_algorithm(name: str) -> Algorithm:
+    registry = algorithms()
+    try:
+        return registry[name]
+    except KeyError:
+        known = sorted(registry)
+        raise AssignmentError(
+            "unknown_algorithm",
+            f"unknown algorithm {name!r}; choose one of: {', '.join(known)}.",
+            {"algorithms": known},
+        ) from None

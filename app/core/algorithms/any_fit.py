@@ -1,0 +1,42 @@
+"""The Any Fit heuristics adapted to consumer groups (Landau et al. 2024, §II-B and §VI-A).
+
+NF, FF, BF, WF take the partitions in request order; NFD, FFD, BFD, WFD in decreasing rate order
+(ties by (topic, partition)). When no open bin takes partition j, the new bin is h(j,k) (Eq. 14):
+j's previous consumer if it is not open yet, else the lowest unused consumer f(k) (Eq. 12).
+"""
+
+from __future__ import annotations
+
+from app.core.algorithm import Algorithm, NoParams, Placement, register
+from app.core.bins import FIT_RULES
+from app.core.model import Problem
+
+_RULE_NAMES = {"next": "Next Fit", "first": "First Fit", "best": "Best Fit", "worst": "Worst Fit"}
+
+
+def any_fit(problem: Problem, fit: str, decreasing: bool) -> Placement:
+    bins = FIT_RULES[fit](problem)
+    order = problem.decreasing() if decreasing else range(problem.size)
+    for j in order:
+        bins.place(j)
+    return Placement(bins.assignment())
+
+
+def _register(fit: str, decreasing: bool) -> None:
+    name = fit[0] + "f" + ("d" if decreasing else "")
+    title = _RULE_NAMES[fit] + (" Decreasing" if decreasing else "")
+    order = "largest rate first" if decreasing else "in request order"
+    register(
+        Algorithm(
+            name=name,
+            description=f"{title}: partitions {order}, new consumers by h(j,k) (Landau et al. §VI-A).",
+            place=lambda problem, _params: any_fit(problem, fit, decreasing),
+            params=NoParams,
+            source="Landau et al. 2024, §II-B, §VI-A, Eq. 12-14",
+        )
+    )
+
+
+for _fit in ("next", "first", "best", "worst"):
+    for _decreasing in (False, True):
+        _register(_fit, _decreasing)

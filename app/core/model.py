@@ -1,0 +1,183 @@
+"""The problem of one rebalance (paper §III): partitions with rates, a capacity, the previous assignment.
+
+Partitions are addressed by their index in the request (0..n-1) inside the algorithms, so every
+per-partition quantity is a plain list and a placement costs no hashing of (topic, partition).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from typing import Any
+
+from app.core.errors import AssignmentError
+
+PartitionKey = tuple[str, int]
+"""(topic, partition)"""
+
+
+@lru_cache(maxsize=1 << 18)
+def consumer_sort_key(consumer: str) -> tuple:
+    """Natural order of consumer ids ("c2" before "c10"): the order bins are scanned and ties broken in."""
+    return tuple(int(chunk) if i % 2 else chunk for i, chunk in enumerate(re.split(r"(\d+)", consumer)))
+
+
+def sorted_consumers(consumers: Iterable[str]) -> list[str]:
+    return sorted(consumers, key=consumer_sort_key)
+
+
+def capacity_from_throughput(consumer_throughput: float, iteration_s: float = 30.0, rebalance_s: float = 5.0) -> float:
+    """C = C̄·(T − t_r)/T (§VI-C): the rate a consumer may be given so it catches up within one iteration."""
+    for name, value in (("consumer_throughput", consumer_throughput), ("iteration_s", iteration_s)):
+        if not _positive(value):
+            raise AssignmentError("invalid_capacity", f"{name} must be a finite number above 0, got {value!r}.")
+    if not (_finite(rebalance_s) and 0 <= rebalance_s < iteration_s):
+        raise AssignmentError(
+            "invalid_capacity",
+            f"rebalance_s must be at least 0 and below iteration_s ({iteration_s}), got {rebalance_s!r}.",
+        )
+    return consumer_throughput * (iteration_s - rebalance_s) / iteration_s
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _positive(value: Any) -> bool:
+    return _finite(value) and value > 0
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """Everything an algorithm may read. Build it with `build_problem`, which validates."""
+
+    keys: list[PartitionKey]
+    rates: list[float]
+    lags: list[float | None]
+    capacity: float
+    previous: dict[str, list[PartitionKey]] = field(default_factory=dict)
+    members: list[str] | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.keys)
+
+    @cached_property
+    def index(self) -> dict[PartitionKey, int]:
+        return {key: j for j, key in enumerate(self.keys)}
+
+    @cached_property
+    def previous_owner(self) -> list[str | None]:
+        """g(j,k) of Eq. 13: the consumer that held partition j at t_{k-1}, None for a new partition."""
+        owner: list[str | None] = [None] * len(self.keys)
+        for consumer, indices in self.previous_indices.items():
+            for j in indices:
+                owner[j] = consumer
+        return owner
+
+    @cached_property
+    def previous_indices(self) -> dict[str, list[int]]:
+        """The previous assignment restricted to partitions that still exist (gone ones dropped)."""
+        index = self.index
+        return {
+            consumer: [index[key] for key in keys if key in index] for consumer, keys in self.previous.items()
+        }
+
+    @cached_property
+    def key_order(self) -> list[int]:
+        """Partition indices sorted by (topic, partition): the tie-break of every sort by rate."""
+        return sorted(range(len(self.keys)), key=self.keys.__getitem__)
+
+    def decreasing(self, indices: Iterable[int] | None = None) -> list[int]:
+        """Indices by rate, largest first, ties by (topic, partition)."""
+        if indices is None:
+            ordered = self.key_order
+        else:
+            ordered = sorted(indices, key=self.keys.__getitem__)
+        return sorted(ordered, key=self.rates.__getitem__, reverse=True)
+
+    def fits(self, load: float, j: int) -> bool:
+        """Whether partition j fits beside `load` within C, up to float rounding of the summed rates."""
+        return load + self.rates[j] <= self.capacity * (1 + 1e-12)
+
+    @cached_property
+    def total_rate(self) -> float:
+        return math.fsum(self.rates)
+
+    @cached_property
+    def lower_bound(self) -> int:
+        """⌈Σ s_j / C⌉: no assignment uses fewer consumers."""
+        return max(0, math.ceil(self.total_rate / self.capacity - 1e-9))
+
+
+def build_problem(
+    keys: Sequence[PartitionKey],
+    rates: Sequence[float],
+    lags: Sequence[float | None] | None,
+    capacity: float,
+    previous: Mapping[str, Sequence[PartitionKey]] | None = None,
+    members: Sequence[str] | None = None,
+) -> Problem:
+    """Validate the semantic rules of a request (types are the caller's parser's job)."""
+    if not _positive(capacity):
+        raise AssignmentError("invalid_capacity", f"capacity must be a finite number above 0, got {capacity!r}.")
+    keys = list(keys)
+    rates = [float(rate) for rate in rates]
+    lags = [None] * len(keys) if lags is None else list(lags)
+    bad = [j for j, rate in enumerate(rates) if not 0 <= rate < math.inf]
+    if bad:
+        j = bad[0]
+        raise AssignmentError(
+            "invalid_rate",
+            f"partition {keys[j][0]}/{keys[j][1]} has rate {rates[j]!r}; rates must be finite and at least 0.",
+            {"partitions": [_key_doc(keys[i]) for i in bad[:20]]},
+        )
+    bad = [j for j, lag in enumerate(lags) if lag is not None and not 0 <= lag < math.inf]
+    if bad:
+        j = bad[0]
+        raise AssignmentError(
+            "invalid_rate",
+            f"partition {keys[j][0]}/{keys[j][1]} has lag {lags[j]!r}; lags must be finite and at least 0.",
+            {"partitions": [_key_doc(keys[i]) for i in bad[:20]]},
+        )
+    if len(set(keys)) != len(keys):
+        seen: set[PartitionKey] = set()
+        duplicate = next(key for key in keys if key in seen or seen.add(key))
+        raise AssignmentError(
+            "duplicate_partition",
+            f"partition {duplicate[0]}/{duplicate[1]} is listed more than once; list each partition once.",
+            {"partition": _key_doc(duplicate)},
+        )
+    previous_doc: dict[str, list[PartitionKey]] = {}
+    owner_of: dict[PartitionKey, str] = {}
+    for consumer, held in (previous or {}).items():
+        if not consumer:
+            raise AssignmentError("invalid_previous", "consumer ids in the previous assignment must not be empty.")
+        held = list(held)
+        for key in held:
+            if key in owner_of:
+                raise AssignmentError(
+                    "invalid_previous",
+                    f"partition {key[0]}/{key[1]} appears twice in the previous assignment "
+                    f"({owner_of[key]!r} and {consumer!r}); a partition has one consumer.",
+                    {"partition": _key_doc(key), "consumers": sorted_consumers({owner_of[key], consumer})},
+                )
+            owner_of[key] = consumer
+        previous_doc[consumer] = held
+    member_list: list[str] | None = None
+    if members is not None:
+        member_list = list(members)
+        if not member_list:
+            raise AssignmentError(
+                "invalid_members", "members is empty; omit it to let groupfit size the group, or list the members."
+            )
+        if any(not isinstance(m, str) or not m for m in member_list) or len(set(member_list)) != len(member_list):
+            raise AssignmentError("invalid_members", "members must be distinct, non-empty consumer ids.")
+    return Problem(keys, rates, lags, float(capacity), previous_doc, member_list)
+
+
+def _key_doc(key: PartitionKey) -> dict[str, Any]:
+    return {"topic": key[0], "partition": key[1]}
