@@ -7,7 +7,6 @@ shape of `groupfit assign` and `POST /v1/assign`.
 from __future__ import annotations
 
 import heapq
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -64,13 +63,11 @@ class Outcome:
 
 def solve(problem: Problem, algorithm: Algorithm, params: Any) -> Outcome:
     placement = algorithm.place(problem, params)
-    assignment = {c: held for c, held in placement.assignment.items() if held or problem.members is not None}
-    bins_used = sum(1 for held in assignment.values() if held)
+    assignment = {c: held for c, held in placement.assignment.items() if held}
+    bins_used = len(assignment)
     if problem.members is not None:
         assignment = _fold_into_members(problem, assignment)
-    owner = _owners(problem, assignment, algorithm.name)
-    rates = problem.rates
-    loads = {c: math.fsum(rates[j] for j in held) for c, held in assignment.items()}
+    owner, loads = _owners_and_loads(problem, assignment, algorithm.name)
     moved = migrated(problem, owner)
     return Outcome(
         algorithm=algorithm.name,
@@ -93,7 +90,7 @@ def _fold_into_members(problem: Problem, assignment: dict[str, list[int]]) -> di
     surplus = [j for c, held in assignment.items() if c not in result for j in held]
     if surplus:
         rates = problem.rates
-        heap = [(math.fsum(rates[j] for j in result[m]), consumer_sort_key(m), m) for m in members]
+        heap = [(sum(map(rates.__getitem__, result[m])), consumer_sort_key(m), m) for m in members]
         heapq.heapify(heap)
         for j in problem.decreasing(surplus):
             load, key, member = heapq.heappop(heap)
@@ -102,16 +99,25 @@ def _fold_into_members(problem: Problem, assignment: dict[str, list[int]]) -> di
     return result
 
 
-def _owners(problem: Problem, assignment: dict[str, list[int]], name: str) -> list[str]:
+def _owners_and_loads(
+    problem: Problem, assignment: dict[str, list[int]], name: str
+) -> tuple[list[str], dict[str, float]]:
+    """owner[j]: partition j's consumer, and each consumer's load. An algorithm that places a
+    partition twice or never is a bug, not bad input."""
     owner: list[str | None] = [None] * problem.size
+    loads: dict[str, float] = {}
+    rates = problem.rates
+    placed = 0
     for consumer, held in assignment.items():
+        placed += len(held)
+        load = 0.0
         for j in held:
-            if owner[j] is not None:
-                raise RuntimeError(f"algorithm {name!r} placed partition {problem.keys[j]} twice")
             owner[j] = consumer
-    if None in owner:
-        raise RuntimeError(f"algorithm {name!r} left partition {problem.keys[owner.index(None)]} unplaced")
-    return owner  # type: ignore[return-value]
+            load += rates[j]
+        loads[consumer] = load
+    if placed != problem.size or None in owner:
+        raise RuntimeError(f"algorithm {name!r} did not place every partition exactly once")
+    return owner, loads  # type: ignore[return-value]
 
 
 # -- JSON documents ------------------------------------------------------------------------

@@ -3,7 +3,9 @@
 The rules follow the published implementation of Landau et al. (§II-B, §VI-A): an empty bin
 accepts any partition; bins are scanned in consumer-id order; Best Fit takes the most loaded bin
 that still fits, Worst Fit the least loaded, ties to the lowest id. Each rule keeps an index
-(segment tree, sorted list, heap) so that a placement does not scan every bin.
+(segment tree, sorted runs, heap) so that a placement does not scan every bin.
+
+Bins are small integers (the order they were opened in); `ids[b]` is the consumer id.
 """
 
 from __future__ import annotations
@@ -11,8 +13,7 @@ from __future__ import annotations
 import heapq
 import math
 from abc import ABC, abstractmethod
-
-from sortedcontainers import SortedList
+from bisect import bisect_left, insort
 
 from app.core.model import Problem, consumer_sort_key
 
@@ -22,7 +23,7 @@ class ConsumerPool:
 
     Without members (autoscale), ids are minted as c0, c1, …, and f(k) is the lowest one not open.
     With members, only members may be opened; f(k) is the lowest free member in id order, and once
-    all are open the pool mints surplus bins that the caller later folds into the members.
+    all are open the pool mints surplus bins that `solve` later folds into the members.
     """
 
     MINTED_PREFIX = "c"
@@ -31,42 +32,36 @@ class ConsumerPool:
     def __init__(self, members: list[str] | None) -> None:
         self.members = sorted(members, key=consumer_sort_key) if members is not None else None
         self._member_set = frozenset(members or ())
+        self._any_id = members is None
         self.opened: set[str] = set()
-        self._next = 0  # f(k) only moves forward: ids are never closed within one iteration.
-
-    def allowed(self, consumer: str) -> bool:
-        return self.members is None or consumer in self._member_set
-
-    def is_surplus(self, consumer: str) -> bool:
-        return self.members is not None and consumer not in self._member_set
+        self._next = 0  # f(k) only moves forward: no bin closes within one iteration
+        self._minted = 0
 
     def open(self, preferred: str | None = None) -> str:
-        """h(j,k): the preferred (previous) consumer if allowed and not yet open, else f(k)."""
-        if preferred is not None and preferred not in self.opened and self.allowed(preferred):
-            consumer = preferred
-        else:
-            consumer = self.lowest_unused()
-        self.opened.add(consumer)
-        return consumer
+        """h(j,k): the preferred (previous) consumer if allowed and not open yet, else f(k)."""
+        opened = self.opened
+        if preferred is None or preferred in opened or not (self._any_id or preferred in self._member_set):
+            preferred = self.lowest_unused()
+        opened.add(preferred)
+        return preferred
 
     def lowest_unused(self) -> str:
         """f(k), Eq. 12."""
         if self.members is not None:
-            while self._next < len(self.members) and self.members[self._next] in self.opened:
+            members = self.members
+            while self._next < len(members) and members[self._next] in self.opened:
                 self._next += 1
-            if self._next < len(self.members):
-                return self.members[self._next]
-            prefix, start = self.SURPLUS_PREFIX, self._next - len(self.members)
+            if self._next < len(members):
+                return members[self._next]
+            prefix = self.SURPLUS_PREFIX
         else:
-            prefix, start = self.MINTED_PREFIX, self._next
-        n = start
-        while f"{prefix}{n}" in self.opened or f"{prefix}{n}" in self._member_set:
-            n += 1
-        self._next = n + (len(self.members) if self.members is not None else 0)
-        return f"{prefix}{n}"
+            prefix = self.MINTED_PREFIX
+        while f"{prefix}{self._minted}" in self.opened or f"{prefix}{self._minted}" in self._member_set:
+            self._minted += 1
+        return f"{prefix}{self._minted}"
 
     def candidates(self, previous: list[str], count: int) -> list[str]:
-        """Every id this pool can hand out while opening at most `count` bins (for index structures)."""
+        """Every id this pool can hand out while opening at most `count` bins, in id order."""
         pool = set(previous) | self._member_set
         prefix = self.SURPLUS_PREFIX if self.members is not None else self.MINTED_PREFIX
         pool.update(f"{prefix}{n}" for n in range(count + len(pool) + 1))
@@ -74,158 +69,225 @@ class ConsumerPool:
 
 
 class Bins(ABC):
-    """The new assignment under construction: open consumers, their partitions and loads."""
+    """The new assignment under construction: open bins, their partitions and loads."""
 
     def __init__(self, problem: Problem) -> None:
         self.problem = problem
+        self.rates = problem.rates
+        self.limit = problem.capacity * (1 + 1e-12)  # absorbs float rounding of summed rates
         self.pool = ConsumerPool(problem.members)
-        self.loads: dict[str, float] = {}
-        self.held: dict[str, list[int]] = {}
-
-    # -- the fit rule ---------------------------------------------------------------------
-    @abstractmethod
-    def find(self, j: int) -> str | None:
-        """An open bin that takes partition j under this rule, or None."""
+        self.ids: list[str] = []
+        self.load: list[float] = []
+        self.held: list[list[int]] = []
+        self.tie: list[tuple] = []  # consumer_sort_key of each bin: the tie-break
 
     @abstractmethod
-    def _track(self, consumer: str) -> None:
-        """Record the (new or changed) load of `consumer` in the rule's index."""
+    def find(self, j: int) -> int:
+        """An open bin that takes partition j under this rule, or -1."""
 
-    # -- shared operations ----------------------------------------------------------------
-    def open(self, preferred: str | None = None) -> str:
+    @abstractmethod
+    def _track(self, b: int) -> None:
+        """Record the new load of bin b in the rule's index (after it was opened and filled)."""
+
+    def open(self, preferred: str | None = None) -> int:
+        """createConsumer: a new, empty bin for consumer h(j,k) (`preferred` = g(j,k))."""
         consumer = self.pool.open(preferred)
-        self.loads[consumer] = 0.0
-        self.held[consumer] = []
-        self._track(consumer)
-        return consumer
+        self.ids.append(consumer)
+        self.load.append(0.0)
+        self.held.append([])
+        self.tie.append(consumer_sort_key(consumer))
+        return len(self.ids) - 1
 
-    def fits(self, consumer: str, j: int) -> bool:
+    def fits(self, b: int, j: int) -> bool:
         """An empty bin accepts anything, even a partition above capacity."""
-        return not self.held[consumer] or self.problem.fits(self.loads[consumer], j)
+        return not self.held[b] or self.load[b] + self.rates[j] <= self.limit
 
-    def put(self, consumer: str, j: int) -> None:
-        self.loads[consumer] += self.problem.rates[j]
-        self.held[consumer].append(j)
-        self._track(consumer)
+    def put(self, b: int, j: int) -> None:
+        self.load[b] += self.rates[j]
+        self.held[b].append(j)
+        self._track(b)
+
+    def fill(self, b: int, partitions: list[int]) -> list[int]:
+        """Put partitions into bin b in order until the first that does not fit; return the rest."""
+        rates, limit, held = self.rates, self.limit, self.held[b]
+        load = self.load[b]
+        for i, j in enumerate(partitions):
+            if held and load + rates[j] > limit:
+                rest = partitions[i:]
+                break
+            load += rates[j]
+            held.append(j)
+        else:
+            rest = []
+        self.load[b] = load
+        self._track(b)
+        return rest
 
     def place_open(self, j: int) -> bool:
         """assignOpenBin (Algorithm 1, line 8): into an open bin by the rule, never a new one."""
-        consumer = self.find(j)
-        if consumer is None:
+        b = self.find(j)
+        if b < 0:
             return False
-        self.put(consumer, j)
+        self.put(b, j)
         return True
 
-    def place(self, j: int) -> str:
-        """assignBin: by the rule, else a new bin h(j,k) (Eq. 14)."""
-        consumer = self.find(j)
-        if consumer is None:
-            consumer = self.open(self.problem.previous_owner[j])
-        self.put(consumer, j)
-        return consumer
+    def place(self, j: int) -> int:
+        """assignBin: by the rule, else into a new bin h(j,k) (Eq. 14)."""
+        b = self.find(j)
+        if b < 0:
+            b = self.open(self.problem.previous_owner[j])
+        self.put(b, j)
+        return b
 
     def assignment(self) -> dict[str, list[int]]:
-        return self.held
+        return dict(zip(self.ids, self.held))
 
 
 class NextFitBins(Bins):
     """Next Fit: only the bin opened last is open."""
 
-    def __init__(self, problem: Problem) -> None:
-        super().__init__(problem)
-        self.current: str | None = None
+    def find(self, j: int) -> int:
+        b = len(self.ids) - 1
+        return b if b >= 0 and self.fits(b, j) else -1
 
-    def find(self, j: int) -> str | None:
-        if self.current is not None and self.fits(self.current, j):
-            return self.current
-        return None
-
-    def _track(self, consumer: str) -> None:
-        self.current = consumer
+    def _track(self, b: int) -> None:
+        pass
 
 
 class FirstFitBins(Bins):
-    """First Fit: the first open bin in consumer-id order that fits (segment tree of residuals)."""
+    """First Fit: the first open bin in consumer-id order that fits (max-segment tree of residuals
+    over every id the pool can open)."""
 
     def __init__(self, problem: Problem) -> None:
         super().__init__(problem)
-        ids = self.pool.candidates(list(problem.previous), problem.size)
-        self.ids = ids
-        self.rank = {consumer: r for r, consumer in enumerate(ids)}
-        self.leaves = 1 << max(0, (len(ids) - 1).bit_length())
+        universe = self.pool.candidates(list(problem.previous), problem.size)
+        self.leaf_of = {consumer: r for r, consumer in enumerate(universe)}
+        self.leaves = 1 << max(0, (len(universe) - 1).bit_length())
         self.tree = [-math.inf] * (2 * self.leaves)
-        self.slack = problem.capacity * 1e-12
+        self.bin_at: dict[int, int] = {}
 
-    def _residual(self, consumer: str) -> float:
-        if not self.held[consumer]:
-            return math.inf  # an empty bin takes anything
-        return self.problem.capacity - self.loads[consumer]
+    def open(self, preferred: str | None = None) -> int:
+        b = super().open(preferred)
+        self.bin_at[self.leaf_of[self.ids[b]]] = b
+        return b
 
-    def _track(self, consumer: str) -> None:
-        i = self.rank[consumer] + self.leaves
+    def _track(self, b: int) -> None:
+        i = self.leaf_of[self.ids[b]] + self.leaves
         tree = self.tree
-        tree[i] = self._residual(consumer)
+        tree[i] = self.limit - self.load[b] if self.held[b] else math.inf
         i >>= 1
         while i:
-            tree[i] = max(tree[2 * i], tree[2 * i + 1])
+            left, right = tree[2 * i], tree[2 * i + 1]
+            tree[i] = left if left > right else right
             i >>= 1
 
-    def find(self, j: int) -> str | None:
-        need = self.problem.rates[j] - self.slack
-        tree = self.tree
+    def find(self, j: int) -> int:
+        need, tree, leaves = self.rates[j], self.tree, self.leaves
         if tree[1] < need:
-            return None
+            return -1
         i = 1
-        while i < self.leaves:
+        while i < leaves:
             i = 2 * i if tree[2 * i] >= need else 2 * i + 1
-        return self.ids[i - self.leaves]
+        return self.bin_at[i - leaves]
+
+
+class SortedRuns:
+    """A sorted multiset as runs of at most 2·RUN entries with their maxima: O(√n)-free inserts
+    and deletes at C speed (bisect + list.insert on short lists)."""
+
+    RUN = 256
+
+    def __init__(self) -> None:
+        self.runs: list[list[tuple]] = []
+        self.maxes: list[tuple] = []
+
+    def add(self, entry: tuple) -> None:
+        runs, maxes = self.runs, self.maxes
+        if not runs:
+            runs.append([entry])
+            maxes.append(entry)
+            return
+        r = bisect_left(maxes, entry)
+        if r == len(runs):
+            r -= 1
+            runs[r].append(entry)
+            maxes[r] = entry
+        else:
+            insort(runs[r], entry)
+        run = runs[r]
+        if len(run) > 2 * self.RUN:
+            runs.insert(r + 1, run[self.RUN :])
+            del run[self.RUN :]
+            maxes.insert(r, run[-1])
+
+    def remove(self, entry: tuple) -> None:
+        r = bisect_left(self.maxes, entry)
+        run = self.runs[r]
+        del run[bisect_left(run, entry)]
+        if not run:
+            del self.runs[r]
+            del self.maxes[r]
+        else:
+            self.maxes[r] = run[-1]
+
+    def first_at_least(self, key: tuple) -> tuple | None:
+        r = bisect_left(self.maxes, key)
+        if r == len(self.runs):
+            return None
+        run = self.runs[r]
+        return run[bisect_left(run, key)]
 
 
 class BestFitBins(Bins):
-    """Best Fit: the most loaded open bin that still fits, ties to the lowest id (sorted residuals)."""
+    """Best Fit: the most loaded open bin that still fits, ties to the lowest id
+    (open bins sorted by (residual, id))."""
 
     def __init__(self, problem: Problem) -> None:
         super().__init__(problem)
-        self.by_residual = SortedList()
-        self.entry: dict[str, tuple] = {}
-        self.slack = problem.capacity * 1e-12
+        self.by_residual = SortedRuns()
+        self.entry: dict[int, tuple] = {}
 
-    def _track(self, consumer: str) -> None:
-        old = self.entry.get(consumer)
+    def _track(self, b: int) -> None:
+        old = self.entry.get(b)
         if old is not None:
             self.by_residual.remove(old)
-        residual = self.problem.capacity - self.loads[consumer] if self.held[consumer] else math.inf
-        new = (residual, consumer_sort_key(consumer), consumer)
-        self.entry[consumer] = new
+        new = self.entry[b] = (self.limit - self.load[b], self.tie[b], b)
         self.by_residual.add(new)
 
-    def find(self, j: int) -> str | None:
-        i = self.by_residual.bisect_left((self.problem.rates[j] - self.slack,))
-        if i == len(self.by_residual):
-            return None
-        return self.by_residual[i][2]
+    def find(self, j: int) -> int:
+        entry = self.by_residual.first_at_least((self.rates[j],))
+        return -1 if entry is None else entry[2]
 
 
 class WorstFitBins(Bins):
-    """Worst Fit: the least loaded open bin, if it fits; ties to the lowest id (lazy max-heap)."""
+    """Worst Fit: the least loaded open bin, if it fits; ties to the lowest id (min-heap of loads
+    with lazy deletion: loads only grow, so an entry below its bin's load is stale)."""
 
     def __init__(self, problem: Problem) -> None:
         super().__init__(problem)
         self.heap: list[tuple] = []
 
-    def _track(self, consumer: str) -> None:
-        load = self.loads[consumer] if self.held[consumer] else -math.inf
-        heapq.heappush(self.heap, (load, consumer_sort_key(consumer), consumer))
+    def _track(self, b: int) -> None:
+        heapq.heappush(self.heap, (self.load[b], self.tie[b], b))
 
-    def find(self, j: int) -> str | None:
-        heap, loads, held = self.heap, self.loads, self.held
+    def find(self, j: int) -> int:
+        heap, load = self.heap, self.load
         while heap:
-            load, _, consumer = heap[0]
-            current = loads[consumer] if held[consumer] else -math.inf
-            if load == current:
-                return consumer if self.fits(consumer, j) else None
-            heapq.heappop(heap)  # stale: the bin has been filled since
-        return None
+            top, _, b = heap[0]
+            if top == load[b]:
+                return b if top + self.rates[j] <= self.limit else -1
+            heapq.heappop(heap)
+        return -1
+
+    def place_open(self, j: int) -> bool:
+        # find + put in one step (the hot path of Modified Worst Fit): the chosen bin is the top.
+        b = self.find(j)
+        if b < 0:
+            return False
+        load = self.load[b] = self.load[b] + self.rates[j]
+        self.held[b].append(j)
+        heapq.heapreplace(self.heap, (load, self.tie[b], b))
+        return True
 
 
 FIT_RULES: dict[str, type[Bins]] = {

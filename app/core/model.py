@@ -73,9 +73,12 @@ class Problem:
     def previous_owner(self) -> list[str | None]:
         """g(j,k) of Eq. 13: the consumer that held partition j at t_{k-1}, None for a new partition."""
         owner: list[str | None] = [None] * len(self.keys)
-        for consumer, indices in self.previous_indices.items():
-            for j in indices:
-                owner[j] = consumer
+        index = self.index
+        for consumer, keys in self.previous.items():
+            for key in keys:
+                j = index.get(key)
+                if j is not None:
+                    owner[j] = consumer
         return owner
 
     @cached_property
@@ -83,21 +86,27 @@ class Problem:
         """The previous assignment restricted to partitions that still exist (gone ones dropped)."""
         index = self.index
         return {
-            consumer: [index[key] for key in keys if key in index] for consumer, keys in self.previous.items()
+            consumer: [j for j in map(index.get, keys) if j is not None] for consumer, keys in self.previous.items()
         }
 
     @cached_property
-    def key_order(self) -> list[int]:
-        """Partition indices sorted by (topic, partition): the tie-break of every sort by rate."""
-        return sorted(range(len(self.keys)), key=self.keys.__getitem__)
+    def decreasing_order(self) -> list[int]:
+        """Partition indices by rate, largest first, ties by (topic, partition)."""
+        by_key = sorted(range(len(self.keys)), key=self.keys.__getitem__)
+        return sorted(by_key, key=self.rates.__getitem__, reverse=True)
+
+    @cached_property
+    def decreasing_rank(self) -> list[int]:
+        rank = [0] * len(self.keys)
+        for position, j in enumerate(self.decreasing_order):
+            rank[j] = position
+        return rank
 
     def decreasing(self, indices: Iterable[int] | None = None) -> list[int]:
         """Indices by rate, largest first, ties by (topic, partition)."""
         if indices is None:
-            ordered = self.key_order
-        else:
-            ordered = sorted(indices, key=self.keys.__getitem__)
-        return sorted(ordered, key=self.rates.__getitem__, reverse=True)
+            return list(self.decreasing_order)
+        return sorted(indices, key=self.decreasing_rank.__getitem__)
 
     def fits(self, load: float, j: int) -> bool:
         """Whether partition j fits beside `load` within C, up to float rounding of the summed rates."""

@@ -17,26 +17,29 @@ from app.core.model import Problem, consumer_sort_key
 def modified_any_fit(problem: Problem, fit: str, sort: str) -> Placement:
     rates = problem.rates
     bins = FIT_RULES[fit](problem)  # line 1: N ← new ConsumerList with assignStrategy
-    unassigned = [j for j, owner in enumerate(problem.previous_owner) if owner is None]
-    consumer_size = {  # line 2: cumulative sort or max partition sort
-        "cumulative": lambda held: sum(rates[j] for j in held),
-        "max": lambda held: max(rates[j] for j in held),
-    }[sort]
-    consumers = [(c, held) for c, held in problem.previous_indices.items() if held]
-    consumers.sort(key=lambda item: consumer_sort_key(item[0]))
-    consumers.sort(key=lambda item: consumer_size(item[1]), reverse=True)
-    for consumer, held in consumers:  # line 3
-        pset = problem.decreasing(held)  # line 5
+    unassigned: list[int] = []  # U: partitions no consumer held (new ones)
+    psets: dict[str, list[int]] = {}  # line 5 for every consumer at once: its partitions, largest first
+    previous_owner = problem.previous_owner
+    for j in problem.decreasing_order:
+        owner = previous_owner[j]
+        if owner is None:
+            unassigned.append(j)
+        else:
+            psets.setdefault(owner, []).append(j)
+    if sort == "cumulative":  # line 2: sort C with sortStrategy, largest first, ties by id
+        size = {c: sum(map(rates.__getitem__, pset)) for c, pset in psets.items()}
+    else:
+        size = {c: rates[pset[0]] for c, pset in psets.items()}
+    consumers = sorted(psets, key=consumer_sort_key)
+    consumers.sort(key=size.__getitem__, reverse=True)
+    for consumer in consumers:  # line 3
+        pset = psets[consumer]
         while pset and bins.place_open(pset[-1]):  # lines 6-13: smallest first into open bins
             pset.pop()
         if not pset:  # lines 14-16
             continue
         own = bins.open(consumer)  # line 17: createConsumer(c)
-        for i, j in enumerate(pset):  # lines 18-24: largest first into its own consumer
-            if not bins.fits(own, j):
-                unassigned.extend(pset[i:])  # line 25
-                break
-            bins.put(own, j)
+        unassigned.extend(bins.fill(own, pset))  # lines 18-25: largest first; the rest join U
     for j in problem.decreasing(unassigned):  # lines 27-30
         bins.place(j)
     return Placement(bins.assignment())
