@@ -56,9 +56,11 @@ class ConsumerPool:
             prefix = self.SURPLUS_PREFIX
         else:
             prefix = self.MINTED_PREFIX
-        while f"{prefix}{self._minted}" in self.opened or f"{prefix}{self._minted}" in self._member_set:
+        while True:
+            consumer = f"{prefix}{self._minted}"
+            if consumer not in self.opened and consumer not in self._member_set:
+                return consumer
             self._minted += 1
-        return f"{prefix}{self._minted}"
 
     def candidates(self, previous: list[str], count: int) -> list[str]:
         """Every id this pool can hand out while opening at most `count` bins, in id order."""
