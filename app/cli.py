@@ -4,6 +4,7 @@ used, so `groupfit assign` does not load Spark or the web stack."""
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import json
 import sys
@@ -60,7 +61,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def tune_gc() -> None:
+    """An assignment of 10^5 partitions allocates ~10^6 short-lived containers and creates no
+    cycles; with the default thresholds the cyclic collector rescans the whole heap many times
+    per request (measured: a third of the time). Collect far less often instead."""
+    gc.set_threshold(100_000, 50, 100)
+
+
 def main(argv: list[str] | None = None) -> int:
+    tune_gc()
     args = build_parser().parse_args(argv)
     try:
         return importlib.import_module(args.module).run(args)

@@ -14,6 +14,7 @@ import random
 import statistics
 import time
 
+from app.cli import tune_gc
 from app.core.algorithm import algorithms, get_algorithm
 from app.core.assign import solve
 from app.core.model import Problem, build_problem
@@ -71,6 +72,7 @@ def main() -> None:
     parser.add_argument("--algorithms", default="", help="comma-separated (default: every registered one)")
     parser.add_argument("--naive-limit", type=int, default=20000, help="largest size for the list-scanning WFD")
     args = parser.parse_args()
+    tune_gc()  # as `groupfit serve` and the CLI run
     sizes = [int(s) for s in args.sizes.split(",")]
     names = [n for n in args.algorithms.split(",") if n] or sorted(algorithms())
     problems = {n: instance(n) for n in sizes}

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.core.algorithm import Algorithm, get_algorithm
-from app.core.delta import Delta, delta, migrated, rscore
+from app.core.delta import Delta, delta, dense_size, migrated, rscore
 from app.core.errors import AssignmentError
 from app.core.model import (
     PartitionKey,
@@ -57,8 +57,11 @@ class Outcome:
         capacity = self.problem.capacity
         return [j for j, rate in enumerate(self.problem.rates) if rate > capacity]
 
-    def delta(self) -> Delta:
-        return delta(self.problem, self.owner)
+    def delta(self, full: bool = False) -> Delta:
+        return delta(self.problem, self.owner, full)
+
+    def dense_delta_size(self) -> int:
+        return dense_size(self.problem, self.owner)
 
 
 def solve(problem: Problem, algorithm: Algorithm, params: Any) -> Outcome:
@@ -128,21 +131,21 @@ def _key_doc(key: PartitionKey) -> dict[str, Any]:
 
 
 def answer_document(outcome: Outcome, dense: bool = False) -> dict[str, Any]:
-    """The answer of `groupfit assign` and `POST /v1/assign`."""
+    """The answer of `groupfit assign` and `POST /v1/assign`. The delta is sparse (only rows and
+    columns with a non-zero cell) unless `dense`, which labels every row and column and adds `matrix`."""
     problem = outcome.problem
     keys, rates, capacity = problem.keys, problem.rates, problem.capacity
     key_docs = [{"topic": t, "partition": p} for t, p in keys]
     consumers = sorted_consumers(outcome.assignment)
-    d = outcome.delta()
-    n = problem.size
+    d = outcome.delta(full=dense)
     delta_doc: dict[str, Any] = {
         "rows": d.rows,
-        "columns": key_docs + [_key_doc(key) for key in d.columns[n:]],
+        "columns": [_key_doc(key) for key in d.columns],
         "cells": [list(cell) for cell in d.cells],
     }
     if dense:
         delta_doc["matrix"] = d.dense()
-    previous_owner, owner = problem.previous_owner, outcome.owner
+    previous_owner, owner, loads = problem.previous_owner, outcome.owner, outcome.loads
     return {
         "algorithm": outcome.algorithm,
         "capacity": capacity,
@@ -150,8 +153,8 @@ def answer_document(outcome: Outcome, dense: bool = False) -> dict[str, Any]:
         "consumers": [
             {
                 "id": c,
-                "load": outcome.loads[c],
-                "utilization": outcome.loads[c] / capacity,
+                "load": loads[c],
+                "utilization": loads[c] / capacity,
                 "partition_count": len(outcome.assignment[c]),
             }
             for c in consumers
