@@ -18,6 +18,9 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+openapi: $(STAMP)
+	$(BIN)/groupfit openapi --out openapi/openapi.json
+
 bench: $(STAMP)
 	$(BIN)/python bench/algorithms.py
 

@@ -16,6 +16,8 @@ from app.core.errors import AssignmentError
 COMMANDS: dict[str, tuple[str, str]] = {
     "assign": ("app.cli", "compute one assignment from a JSON request and print the answer"),
     "algorithms": ("app.cli", "list the registered algorithms and their parameters"),
+    "serve": ("app.main", "serve the HTTP API (embedded Redis unless REDIS_URL is set)"),
+    "openapi": ("app.main", "write the API contract to openapi/openapi.json"),
     "generate-stream": ("app.sim.commands", "generate a rate stream (Landau et al. Eq. 15)"),
     "evaluate": ("app.sim.commands", "replay a stream through algorithms: consumers, Rscore, CBS"),
 }

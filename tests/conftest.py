@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
-from app.embedded import EmbeddedKafka, EmbeddedRedis
+from app.embedded import EmbeddedKafka, EmbeddedRedis, free_port, wait_for_port
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 REFERENCE_STREAM = SHARED / "reference" / "paper_stream_delta5.json"
@@ -34,3 +38,36 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedK
     broker = EmbeddedKafka(log_path=tmp_path_factory.mktemp("tansu") / "broker.log").start()
     yield broker
     broker.stop()
+
+
+class LiveService:
+    """`groupfit serve` in a subprocess on a free port, against the `redis_server` fixture."""
+
+    def __init__(self, redis_url: str, log_path: Path, **settings: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {**os.environ, "REDIS_URL": redis_url, "GROUPFIT_PORT": str(self.port), **settings}
+        self.log_path = log_path
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> LiveService:
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "app.cli", "serve"], env=self.env, stdout=log, stderr=subprocess.STDOUT
+            )
+        wait_for_port("127.0.0.1", self.port, 30)
+        httpx.get(f"{self.url}/healthz", timeout=10).raise_for_status()
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=15)
+        self.process = None
+
+
+@pytest.fixture(scope="session")
+def live_service(redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveService]:
+    service = LiveService(redis_server.url, tmp_path_factory.mktemp("service") / "service.log").start()
+    yield service
+    service.stop()

@@ -122,6 +122,27 @@ class Problem:
         return max(0, math.ceil(self.total_rate / self.capacity - 1e-9))
 
 
+def validate_partitions(keys: list[PartitionKey], rates: list[float], lags: list[float | None]) -> None:
+    """Rates and lags finite and at least 0; each (topic, partition) once."""
+    for name, values in (("rate", rates), ("lag", lags)):
+        bad = [j for j, value in enumerate(values) if value is not None and not 0 <= value < math.inf]
+        if bad:
+            j = bad[0]
+            raise AssignmentError(
+                "invalid_rate",
+                f"partition {keys[j][0]}/{keys[j][1]} has {name} {values[j]!r}; {name}s must be finite and at least 0.",
+                {"partitions": [_key_doc(keys[i]) for i in bad[:20]]},
+            )
+    if len(set(keys)) != len(keys):
+        seen: set[PartitionKey] = set()
+        duplicate = next(key for key in keys if key in seen or seen.add(key))
+        raise AssignmentError(
+            "duplicate_partition",
+            f"partition {duplicate[0]}/{duplicate[1]} is listed more than once; list each partition once.",
+            {"partition": _key_doc(duplicate)},
+        )
+
+
 def build_problem(
     keys: Sequence[PartitionKey],
     rates: Sequence[float],
@@ -136,30 +157,7 @@ def build_problem(
     keys = list(keys)
     rates = [float(rate) for rate in rates]
     lags = [None] * len(keys) if lags is None else list(lags)
-    bad = [j for j, rate in enumerate(rates) if not 0 <= rate < math.inf]
-    if bad:
-        j = bad[0]
-        raise AssignmentError(
-            "invalid_rate",
-            f"partition {keys[j][0]}/{keys[j][1]} has rate {rates[j]!r}; rates must be finite and at least 0.",
-            {"partitions": [_key_doc(keys[i]) for i in bad[:20]]},
-        )
-    bad = [j for j, lag in enumerate(lags) if lag is not None and not 0 <= lag < math.inf]
-    if bad:
-        j = bad[0]
-        raise AssignmentError(
-            "invalid_rate",
-            f"partition {keys[j][0]}/{keys[j][1]} has lag {lags[j]!r}; lags must be finite and at least 0.",
-            {"partitions": [_key_doc(keys[i]) for i in bad[:20]]},
-        )
-    if len(set(keys)) != len(keys):
-        seen: set[PartitionKey] = set()
-        duplicate = next(key for key in keys if key in seen or seen.add(key))
-        raise AssignmentError(
-            "duplicate_partition",
-            f"partition {duplicate[0]}/{duplicate[1]} is listed more than once; list each partition once.",
-            {"partition": _key_doc(duplicate)},
-        )
+    validate_partitions(keys, rates, lags)
     previous_doc: dict[str, list[PartitionKey]] = {}
     owner_of: dict[PartitionKey, str] = {}
     for consumer, held in (previous or {}).items():

@@ -1,0 +1,36 @@
+"""Every setting of the service, typed, from environment variables (GROUPFIT_*, and REDIS_URL)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="GROUPFIT_", extra="ignore")
+
+    host: str = Field("127.0.0.1", description="address `groupfit serve` binds")
+    port: int = Field(8000, description="port `groupfit serve` binds")
+    redis_url: str | None = Field(
+        None,
+        validation_alias=AliasChoices("REDIS_URL", "GROUPFIT_REDIS_URL"),
+        description="Redis to keep group state in; unset: an embedded Redis-protocol server is started",
+    )
+    data_dir: Path = Field(Path(".groupfit"), description="where the embedded Redis keeps its data (AOF)")
+    redis_timeout_s: float = Field(1.0, gt=0, description="connect and command timeout towards Redis")
+    key_prefix: str = Field("groupfit", description="prefix of every Redis key")
+    history_limit: int = Field(1000, ge=1, description="versions kept in a group's history")
+    idempotency_ttl_s: int = Field(86400, ge=1, description="how long a retried Idempotency-Key gets the same answer")
+    max_body_bytes: int = Field(64 * 1024 * 1024, ge=1024, description="largest request body")
+    max_partitions: int = Field(1_000_000, ge=1, description="most partitions in one request")
+    max_dense_cells: int = Field(1_000_000, ge=1, description="largest dense delta matrix (rows × columns)")
+    max_evaluate_cells: int = Field(2_000_000, ge=1, description="most partition-measurements in POST /v1/evaluate")
+    log_level: str = Field("INFO", description="log level of the JSON logs")
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

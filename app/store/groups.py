@@ -1,0 +1,161 @@
+"""Each group's state in Redis: the current assignment with its version (written by compare-and-set),
+a capped history of past versions, the latest observed rates, and idempotency records.
+
+Keys share the hash tag `{group}` so one group's keys live on one shard and one script can
+touch them all. A version, its history entry and its idempotency record are written by one Lua
+script: all or nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import redis.asyncio as redis
+from redis.exceptions import RedisError
+
+
+_WRITE_VERSION = """
+local current = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+if current ~= tonumber(ARGV[1]) then
+  return {0, current}
+end
+local version = current + 1
+redis.call('HSET', KEYS[1], 'version', version, 'algorithm', ARGV[2], 'capacity', ARGV[3],
+           'assignment', ARGV[4], 'updated_at', ARGV[5])
+redis.call('LPUSH', KEYS[2], '{"version":' .. version .. ',' .. ARGV[6])
+redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[7]) - 1)
+if ARGV[8] ~= '' then
+  redis.call('HSET', KEYS[3], 'fingerprint', ARGV[8], 'version', version, 'answer', ARGV[9])
+  redis.call('EXPIRE', KEYS[3], tonumber(ARGV[10]))
+end
+return {1, version}
+"""
+
+
+class StoreUnavailable(Exception):
+    """Redis did not answer in time or refused the connection."""
+
+
+@dataclass
+class StoredGroup:
+    version: int
+    algorithm: str
+    capacity: float
+    assignment: dict[str, list[tuple[str, int]]]
+    updated_at: str
+
+
+@dataclass
+class Replay:
+    """What a request with an Idempotency-Key got: kept so a retry gets the same answer."""
+
+    key: str
+    fingerprint: str
+    answer: bytes
+    version: int = 0
+
+
+class GroupStore:
+    def __init__(self, url: str, prefix: str, timeout_s: float, history_limit: int, idempotency_ttl_s: int) -> None:
+        self.client = redis.Redis.from_url(
+            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s, retry_on_timeout=False
+        )
+        self.prefix = prefix
+        self.history_limit = history_limit
+        self.idempotency_ttl_s = idempotency_ttl_s
+        self._write_version = self.client.register_script(_WRITE_VERSION)
+
+    def _key(self, group: str, kind: str) -> str:
+        return f"{self.prefix}:{{{group}}}:{kind}"
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+    async def ping(self) -> None:
+        async with unavailable_as_503():
+            await self.client.ping()
+
+    async def get(self, group: str) -> StoredGroup | None:
+        async with unavailable_as_503():
+            fields = await self.client.hgetall(self._key(group, "state"))
+        if not fields:
+            return None
+        assignment = msgspec.json.decode(fields[b"assignment"])
+        return StoredGroup(
+            version=int(fields[b"version"]),
+            algorithm=fields[b"algorithm"].decode(),
+            capacity=float(fields[b"capacity"]),
+            assignment={c: [(t, p) for t, p in held] for c, held in assignment.items()},
+            updated_at=fields[b"updated_at"].decode(),
+        )
+
+    async def write_version(
+        self,
+        group: str,
+        expected_version: int,
+        algorithm: str,
+        capacity: float,
+        assignment: dict[str, list[tuple[str, int]]],
+        updated_at: str,
+        summary: dict[str, Any],
+        replay: Replay | None = None,
+    ) -> tuple[bool, int]:
+        """Compare-and-set: (True, new version), or (False, current version) when it is not expected."""
+        summary_tail = msgspec.json.encode(summary)[1:].decode()  # the script prepends "version"
+        args = [
+            expected_version,
+            algorithm,
+            repr(capacity),
+            msgspec.json.encode(assignment),
+            updated_at,
+            summary_tail,
+            self.history_limit,
+            replay.fingerprint if replay else "",
+            replay.answer if replay else b"",
+            self.idempotency_ttl_s,
+        ]
+        idempotency_key = self._key(group, f"idempotency:{replay.key if replay else ''}")
+        keys = [self._key(group, "state"), self._key(group, "history"), idempotency_key]
+        async with unavailable_as_503():
+            written, version = await self._write_version(keys=keys, args=args)
+        return bool(written), int(version)
+
+    async def history(self, group: str, limit: int) -> list[dict[str, Any]]:
+        async with unavailable_as_503():
+            entries = await self.client.lrange(self._key(group, "history"), 0, limit - 1)
+        return [msgspec.json.decode(entry) for entry in entries]
+
+    async def delete(self, group: str) -> bool:
+        async with unavailable_as_503():
+            removed = await self.client.delete(
+                self._key(group, "state"), self._key(group, "history"), self._key(group, "rates")
+            )
+        return removed > 0
+
+    async def put_rates(self, group: str, document: dict[str, Any]) -> None:
+        async with unavailable_as_503():
+            await self.client.set(self._key(group, "rates"), msgspec.json.encode(document))
+
+    async def get_rates(self, group: str) -> dict[str, Any] | None:
+        async with unavailable_as_503():
+            raw = await self.client.get(self._key(group, "rates"))
+        return None if raw is None else msgspec.json.decode(raw)
+
+    async def get_replay(self, group: str, key: str) -> Replay | None:
+        async with unavailable_as_503():
+            fields = await self.client.hgetall(self._key(group, f"idempotency:{key}"))
+        if not fields:
+            return None
+        return Replay(key, fields[b"fingerprint"].decode(), fields[b"answer"], int(fields[b"version"]))
+
+
+@asynccontextmanager
+async def unavailable_as_503() -> AsyncIterator[None]:
+    try:
+        yield
+    except (RedisError, OSError) as exc:
+        raise StoreUnavailable(type(exc).__name__) from None

@@ -1,0 +1,270 @@
+"""Every endpoint and every error code, in process, against a real Redis-protocol server."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import httpx
+import msgspec
+import pytest
+
+from app.api import schemas
+from app.main import create_app, openapi_json
+from app.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def request_body(**extra):
+    body = {
+        "algorithm": "mwf",
+        "capacity": 100,
+        "partitions": [
+            {"topic": "t", "partition": 0, "rate": 100},
+            {"topic": "t", "partition": 1, "rate": 100},
+            {"topic": "t", "partition": 2, "rate": 100},
+            {"topic": "t", "partition": 3, "rate": 150, "lag": 10},
+        ],
+    }
+    body.update(extra)
+    return body
+
+
+@pytest.fixture
+def settings(redis_server) -> Settings:
+    return Settings(redis_url=redis_server.url, history_limit=3, max_partitions=1000, max_dense_cells=50,
+                    max_body_bytes=200_000)
+
+
+@pytest.fixture
+async def client(settings):
+    app = create_app(settings)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as c:
+        yield c
+    await app.state.store.close()
+
+
+@pytest.fixture
+def group() -> str:
+    return f"g-{uuid.uuid4().hex[:8]}"
+
+
+def error_code(response: httpx.Response) -> str:
+    body = response.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"code", "message", "details"}
+    assert body["error"]["message"].endswith(".")
+    return body["error"]["code"]
+
+
+async def test_assign_answers_the_documented_shape(client):
+    response = await client.post("/v1/assign", json=request_body(previous={"a": [{"topic": "t", "partition": 0}],
+                                                                          "b": [{"topic": "t", "partition": 1},
+                                                                                {"topic": "t", "partition": 2}]}))
+    assert response.status_code == 200
+    assert response.headers["x-request-id"]
+    answer = msgspec.json.decode(response.content, type=schemas.AssignResponse)
+    assert answer.group is None and answer.version is None
+    assert answer.consumer_count == 4 and answer.lower_bound == 5
+    assert [(m.topic, m.partition, m.from_, m.to) for m in answer.moves] == [("t", 2, "b", "c1")]
+    assert answer.rscore == pytest.approx(1.0)
+    assert [(p.topic, p.partition, p.consumer) for p in answer.overloaded_partitions] == [("t", 3, "c0")]
+    placed = sorted((p.topic, p.partition) for held in answer.assignment.values() for p in held)
+    assert placed == [("t", 0), ("t", 1), ("t", 2), ("t", 3)]
+
+
+async def test_request_id_is_echoed(client):
+    response = await client.get("/healthz", headers={"X-Request-ID": "abc-123"})
+    assert response.headers["x-request-id"] == "abc-123"
+
+
+async def test_dense_delta_and_its_limit(client):
+    response = await client.post("/v1/assign?delta=dense", json=request_body())
+    assert response.status_code == 200
+    delta = response.json()["delta"]
+    assert len(delta["matrix"]) == len(delta["rows"]) and len(delta["matrix"][0]) == len(delta["columns"])
+    many = request_body(partitions=[{"topic": "t", "partition": j, "rate": 60} for j in range(40)])
+    response = await client.post("/v1/assign?delta=dense", json=many)
+    assert response.status_code == 422 and error_code(response) == "delta_too_large"
+
+
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        ({"algorithm": "nope"}, "unknown_algorithm"),
+        ({"partitions": [{"topic": "t", "partition": 0, "rate": -1}]}, "invalid_rate"),
+        ({"partitions": [{"topic": "t", "partition": 0, "rate": 1, "lag": -5}]}, "invalid_rate"),
+        ({"capacity": 0}, "invalid_capacity"),
+        ({"capacity": None}, "invalid_capacity"),
+        ({"consumer_throughput": 100, "capacity": None, "rebalance_s": 40}, "invalid_capacity"),
+        ({"partitions": [{"topic": "t", "partition": 0, "rate": 1}, {"topic": "t", "partition": 0, "rate": 2}]},
+         "duplicate_partition"),
+        ({"previous": {"a": [{"topic": "t", "partition": 0}], "b": [{"topic": "t", "partition": 0}]}},
+         "invalid_previous"),
+        ({"members": []}, "invalid_members"),
+        ({"members": ["a", "a"]}, "invalid_members"),
+        ({"params": {"unknown": 1}}, "invalid_parameter"),
+        ({"partitions": [{"topic": "t", "partition": "zero", "rate": 1}]}, "invalid_request"),
+        ({"partitions": [{"topic": "t", "partition": j, "rate": 1} for j in range(1001)]}, "too_many_partitions"),
+        ({"partitions": None}, "invalid_request"),
+        ({"surprise": True}, "invalid_request"),
+    ],
+)
+async def test_bad_input_gets_a_stable_code(client, change, code):
+    response = await client.post("/v1/assign", json=request_body(**change))
+    assert response.status_code == 422
+    assert error_code(response) == code
+
+
+async def test_malformed_json_and_empty_body(client):
+    for content in (b"{not json", b""):
+        response = await client.post("/v1/assign", content=content)
+        assert response.status_code == 422 and error_code(response) == "invalid_request"
+
+
+async def test_body_too_large(client):
+    big = request_body(partitions=[{"topic": "t" * 200, "partition": j, "rate": 1} for j in range(900)])
+    response = await client.post("/v1/assign", json=big)
+    assert response.status_code == 413 and error_code(response) == "body_too_large"
+
+
+async def test_throughput_form_of_capacity(client):
+    body = request_body(capacity=None, consumer_throughput=120, iteration_s=30, rebalance_s=5)
+    response = await client.post("/v1/assign", json=body)
+    assert response.status_code == 200 and response.json()["capacity"] == pytest.approx(100)
+
+
+async def test_group_versions_history_and_stored_previous(client, group):
+    first = await client.post("/v1/assign", json=request_body(group=group))
+    assert first.status_code == 200 and first.json()["version"] == 1
+    state = (await client.get(f"/v1/groups/{group}")).json()
+    assert state["version"] == 1 and state["algorithm"] == "mwf" and state["capacity"] == 100
+    assert state["assignment"] == first.json()["assignment"]
+    # No previous in the body: the stored assignment is the previous one, so nothing moves.
+    second = await client.post("/v1/assign", json=request_body(group=group))
+    assert second.json()["version"] == 2 and second.json()["moves"] == [] and second.json()["rscore"] == 0
+    history = (await client.get(f"/v1/groups/{group}/history")).json()["versions"]
+    assert [v["version"] for v in history] == [2, 1]
+    assert set(history[0]) == {"version", "algorithm", "rscore", "consumer_count", "moves_count", "updated_at"}
+    limited = (await client.get(f"/v1/groups/{group}/history?limit=1")).json()["versions"]
+    assert [v["version"] for v in limited] == [2]
+
+
+async def test_history_is_capped(client, group):
+    for _ in range(5):
+        assert (await client.post("/v1/assign", json=request_body(group=group))).status_code == 200
+    history = (await client.get(f"/v1/groups/{group}/history")).json()["versions"]
+    assert [v["version"] for v in history] == [5, 4, 3]
+
+
+async def test_stale_expected_version_conflicts_and_writes_nothing(client, group):
+    await client.post("/v1/assign", json=request_body(group=group))
+    await client.post("/v1/assign", json=request_body(group=group, expected_version=1))
+    stale = await client.post("/v1/assign", json=request_body(group=group, expected_version=1, algorithm="bfd"))
+    assert stale.status_code == 409 and error_code(stale) == "version_conflict"
+    assert stale.json()["error"]["details"]["current_version"] == 2
+    state = (await client.get(f"/v1/groups/{group}")).json()
+    assert state["version"] == 2 and state["algorithm"] == "mwf"
+    assert len((await client.get(f"/v1/groups/{group}/history")).json()["versions"]) == 2
+
+
+async def test_dry_run_stores_nothing(client, group):
+    response = await client.post("/v1/assign", json=request_body(group=group, dry_run=True))
+    assert response.status_code == 200 and response.json()["version"] is None
+    assert (await client.get(f"/v1/groups/{group}")).status_code == 404
+
+
+async def test_rejected_request_changes_nothing(client, group):
+    await client.post("/v1/assign", json=request_body(group=group))
+    bad = await client.post("/v1/assign", json=request_body(group=group, capacity=-1))
+    assert bad.status_code == 422
+    assert (await client.get(f"/v1/groups/{group}")).json()["version"] == 1
+
+
+async def test_idempotent_retry_gets_the_same_answer_and_one_version(client, group):
+    headers = {"Idempotency-Key": "key-1"}
+    first = await client.post("/v1/assign", json=request_body(group=group), headers=headers)
+    retry = await client.post("/v1/assign", json=request_body(group=group), headers=headers)
+    assert retry.status_code == 200 and retry.json() == first.json()
+    assert (await client.get(f"/v1/groups/{group}")).json()["version"] == 1
+    reused = await client.post("/v1/assign", json=request_body(group=group, algorithm="bfd"), headers=headers)
+    assert reused.status_code == 422 and error_code(reused) == "idempotency_key_reused"
+
+
+async def test_rates_round_trip_and_assign_from_stored_rates(client, group):
+    missing = await client.post("/v1/assign", json={"algorithm": "mwf", "capacity": 100, "group": group})
+    assert missing.status_code == 422 and error_code(missing) == "no_rates"
+    rates = {"partitions": [{"topic": "t", "partition": p, "rate": 40.0 * (p + 1), "lag": 5} for p in range(3)],
+             "window_end": "2026-11-22T10:00:00Z"}
+    ack = await client.put(f"/v1/groups/{group}/rates", json=rates)
+    assert ack.status_code == 200 and ack.json()["partition_count"] == 3
+    stored = (await client.get(f"/v1/groups/{group}/rates")).json()
+    assert stored["partitions"] == rates["partitions"] and stored["window_end"] == rates["window_end"]
+    answer = await client.post("/v1/assign", json={"algorithm": "bfd", "capacity": 100, "group": group})
+    assert answer.status_code == 200 and answer.json()["lower_bound"] == 3
+    bad = await client.put(f"/v1/groups/{group}/rates", json={**rates, "window_end": "yesterday"})
+    assert bad.status_code == 422 and error_code(bad) == "invalid_request"
+    negative = {**rates, "partitions": [{"topic": "t", "partition": 0, "rate": -3}]}
+    assert error_code(await client.put(f"/v1/groups/{group}/rates", json=negative)) == "invalid_rate"
+    assert (await client.get(f"/v1/groups/{group}/rates")).json()["partitions"] == rates["partitions"]
+
+
+async def test_delete_group(client, group):
+    await client.post("/v1/assign", json=request_body(group=group))
+    assert (await client.delete(f"/v1/groups/{group}")).status_code == 204
+    assert (await client.get(f"/v1/groups/{group}")).status_code == 404
+    gone = await client.delete(f"/v1/groups/{group}")
+    assert gone.status_code == 404 and error_code(gone) == "group_not_found"
+    assert error_code(await client.get(f"/v1/groups/{group}/history")) == "group_not_found"
+    assert error_code(await client.get(f"/v1/groups/{group}/rates")) == "group_not_found"
+
+
+async def test_bad_group_name_and_unknown_route(client):
+    response = await client.get("/v1/groups/has space")
+    assert response.status_code == 422 and error_code(response) == "invalid_request"
+    assert error_code(await client.get("/v2/nothing")) == "not_found"
+    assert error_code(await client.delete("/v1/assign")) == "method_not_allowed"
+
+
+async def test_algorithms_lists_the_registry_with_schemas(client):
+    listing = msgspec.json.decode((await client.get("/v1/algorithms")).content, type=schemas.AlgorithmList)
+    names = {a.name for a in listing.algorithms}
+    assert {"nf", "ff", "bf", "wf", "nfd", "ffd", "bfd", "wfd", "mwf", "mbf", "mwfp", "mbfp"} <= names
+    assert all(a.params.get("type") == "object" for a in listing.algorithms)
+
+
+async def test_evaluate(client, reference_stream_path):
+    stream = json.loads(reference_stream_path.read_text())[:10]
+    response = await client.post("/v1/evaluate", json={"stream": stream, "capacity": 100, "algorithms": ["mwf", "bfd"]})
+    assert response.status_code == 200
+    results = msgspec.json.decode(response.content, type=schemas.EvaluateResponse).results
+    assert set(results) == {"mwf", "bfd"} and results["mwf"].iterations == 10 and results["mwf"].rscore[0] == 0
+    unknown = await client.post("/v1/evaluate", json={"stream": stream, "capacity": 100, "algorithms": ["x"]})
+    assert error_code(unknown) == "unknown_algorithm"
+
+
+async def test_health_ready_and_metrics(client, group):
+    assert (await client.get("/healthz")).json() == {"status": "ok"}
+    assert (await client.get("/readyz")).json() == {"status": "ready"}
+    await client.post("/v1/assign", json=request_body(group=group))
+    text = (await client.get("/metrics")).text
+    assert 'groupfit_http_requests_total{method="POST",route="/v1/assign",status="200"}' in text
+    assert 'groupfit_assignment_compute_seconds_count{algorithm="mwf"}' in text
+    assert f'groupfit_group_consumers{{group="{group}"}} 4.0' in text
+
+
+async def test_store_down_gives_503_but_assign_without_group_works():
+    app = create_app(Settings(redis_url="redis://127.0.0.1:1/0", redis_timeout_s=0.2))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
+        down = await client.get("/v1/groups/any")
+        assert down.status_code == 503 and error_code(down) == "store_unavailable"
+        assert down.headers["retry-after"] == "1"
+        assert error_code(await client.get("/readyz")) == "store_unavailable"
+        assert error_code(await client.post("/v1/assign", json=request_body(group="any"))) == "store_unavailable"
+        assert (await client.post("/v1/assign", json=request_body())).status_code == 200
+
+
+def test_openapi_file_matches_the_app():
+    committed = (ROOT / "openapi" / "openapi.json").read_text()
+    assert committed == openapi_json(), "openapi/openapi.json is stale: run `make openapi`"
