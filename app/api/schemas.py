@@ -63,7 +63,7 @@ class Move(Struct):
 class Delta(Struct):
     rows: list[str]
     columns: list[PartitionRef]
-    cells: list[tuple[int, int, int]]
+    cells: list[Annotated[list[int], Meta(min_length=3, max_length=3, description="[row, column, -1 stop | +1 start]")]]
     matrix: list[list[int]] | UnsetType = UNSET
 
 
