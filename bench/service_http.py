@@ -1,0 +1,143 @@
+"""HTTP benchmark of a live service on loopback.
+
+1. Throughput and latency of POST /v1/assign with 1 000 partitions (MWF, previous assignment given,
+   no group) at several concurrent keep-alive connections, for a bounded time each.
+2. End-to-end time of one request with 100 000 partitions (send, compute, receive the whole answer).
+
+    .venv/bin/python bench/service_http.py                 # starts `groupfit serve` (embedded Redis) itself
+    .venv/bin/python bench/service_http.py --url http://127.0.0.1:8000 --seconds 10 --connections 1,4,16
+
+The load generator is a minimal asyncio HTTP/1.1 client (httpx's own overhead would be measured
+otherwise); it runs on the same 2-core machine as the service, so the figures are a lower bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from app.embedded import free_port, wait_for_port  # noqa: E402
+
+
+def assign_body(partitions: int, seed: int = 3) -> bytes:
+    """MWF with a previous assignment of about partitions/2 consumers, rates U[0, C]."""
+    rng = random.Random(seed)
+    keys = [(f"topic-{j % 8}", j // 8) for j in range(partitions)]
+    previous: dict[str, list[dict]] = {}
+    for j, (topic, partition) in enumerate(keys):
+        previous.setdefault(f"c{j // 2}", []).append({"topic": topic, "partition": partition})
+    return json.dumps({
+        "algorithm": "mwf",
+        "capacity": 100,
+        "partitions": [{"topic": t, "partition": p, "rate": round(rng.uniform(0, 60), 2)} for t, p in keys],
+        "previous": previous,
+    }).encode()
+
+
+async def post(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str, path: str, body: bytes) -> int:
+    writer.write(
+        f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n".encode() + body
+    )
+    await writer.drain()
+    status_line = await reader.readline()
+    length = 0
+    while (line := await reader.readline()) not in (b"\r\n", b""):
+        name, _, value = line.partition(b":")
+        if name.lower() == b"content-length":
+            length = int(value)
+    await reader.readexactly(length)
+    return int(status_line.split()[1])
+
+
+async def load(url: str, body: bytes, connections: int, seconds: float) -> tuple[list[float], int]:
+    parsed = urlparse(url)
+    latencies: list[float] = []
+    errors = 0
+    deadline = time.perf_counter() + seconds
+
+    async def worker() -> None:
+        nonlocal errors
+        reader, writer = await asyncio.open_connection(parsed.hostname, parsed.port)
+        while time.perf_counter() < deadline:
+            start = time.perf_counter()
+            status = await post(reader, writer, parsed.netloc, "/v1/assign", body)
+            latencies.append(time.perf_counter() - start)
+            errors += status != 200
+        writer.close()
+
+    await asyncio.gather(*(worker() for _ in range(connections)))
+    return latencies, errors
+
+
+async def one(url: str, body: bytes) -> tuple[float, int]:
+    parsed = urlparse(url)
+    reader, writer = await asyncio.open_connection(parsed.hostname, parsed.port, limit=2**26)
+    start = time.perf_counter()
+    status = await post(reader, writer, parsed.netloc, "/v1/assign", body)
+    elapsed = time.perf_counter() - start
+    writer.close()
+    return elapsed, status
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--url", help="a running service; default: start one")
+    parser.add_argument("--seconds", type=float, default=10.0, help="per concurrency level")
+    parser.add_argument("--connections", default="1,4,16")
+    parser.add_argument("--partitions", type=int, default=1000)
+    parser.add_argument("--large", type=int, default=100_000, help="partitions of the end-to-end request (0: skip)")
+    args = parser.parse_args()
+    service = None
+    url = args.url
+    if url is None:
+        port = free_port()
+        env = {**os.environ, "GROUPFIT_PORT": str(port), "GROUPFIT_LOG_LEVEL": "WARNING",
+               "GROUPFIT_DATA_DIR": str(ROOT / ".groupfit" / "bench")}
+        service = subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], env=env, cwd=ROOT)
+        wait_for_port("127.0.0.1", port, 30)
+        url = f"http://127.0.0.1:{port}"
+    try:
+        body = assign_body(args.partitions)
+        asyncio.run(load(url, body, 1, 1.0))  # warm-up
+        print(f"POST /v1/assign, {args.partitions} partitions (MWF), {len(body) / 1e3:.0f} kB per request")
+        print(f"{'connections':>12}{'requests/s':>12}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'errors':>8}")
+        for connections in (int(c) for c in args.connections.split(",")):
+            latencies, errors = asyncio.run(load(url, body, connections, args.seconds))
+            print(f"{connections:>12}{len(latencies) / args.seconds:>12.0f}"
+                  f"{statistics.median(latencies) * 1e3:>9.1f}{percentile(latencies, 0.99) * 1e3:>9.1f}"
+                  f"{max(latencies) * 1e3:>9.1f}{errors:>8}", flush=True)
+        if args.large:
+            large = assign_body(args.large)
+            times = []
+            for _ in range(3):
+                elapsed, status = asyncio.run(one(url, large))
+                assert status == 200, status
+                times.append(elapsed)
+            print(f"one request of {args.large} partitions ({len(large) / 1e6:.1f} MB): "
+                  f"median {statistics.median(times) * 1e3:.0f} ms end to end (of {[round(t * 1e3) for t in times]})")
+    finally:
+        if service is not None:
+            service.terminate()
+            service.wait(timeout=15)
+
+
+if __name__ == "__main__":
+    main()
