@@ -1,0 +1,81 @@
+"""The `groupfit` command: assign, evaluate, generate-stream, algorithms."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from app.cli import main
+from app.sim.stream import generate_stream
+
+REQUEST = {
+    "algorithm": "bfd",
+    "capacity": 10,
+    "partitions": [{"topic": "t", "partition": p, "rate": 4} for p in range(5)],
+    "previous": {"a": [{"topic": "t", "partition": 0}]},
+}
+
+
+def test_assign_from_a_file(tmp_path, capsys):
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(REQUEST))
+    assert main(["assign", "--input", str(path)]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["consumer_count"] == 3 and answer["lower_bound"] == 2
+    assert "matrix" not in answer["delta"]
+
+
+def test_assign_from_stdin_with_dense_delta():
+    ran = subprocess.run([sys.executable, "-m", "app.cli", "assign", "-i", "-", "--dense"], input=json.dumps(REQUEST),
+                         capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    delta = json.loads(ran.stdout)["delta"]
+    assert len(delta["matrix"]) == len(delta["rows"]) and len(delta["matrix"][0]) == len(delta["columns"]) == 5
+
+
+@pytest.mark.parametrize(("text", "code"), [("{", "invalid_json"), ("[]", "invalid_request"),
+                                            (json.dumps({**REQUEST, "algorithm": "x"}), "unknown_algorithm")])
+def test_errors_exit_2_with_the_error_on_stderr(text, code):
+    ran = subprocess.run([sys.executable, "-m", "app.cli", "assign", "-i", "-"], input=text,
+                         capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 2 and ran.stdout == ""
+    assert json.loads(ran.stderr)["error"]["code"] == code
+
+
+def test_evaluate_json_on_the_reference_stream(reference_stream_path, capsys):
+    assert main(["evaluate", "--stream", str(reference_stream_path), "--capacity", "100",
+                 "--algorithms", "mwf,bfd", "--json"]) == 0
+    results = json.loads(capsys.readouterr().out)["results"]
+    assert set(results) == {"mwf", "bfd"}
+    for r in results.values():
+        assert set(r) == {"avg_consumers", "avg_rscore", "cbs", "iterations", "consumers", "rscore"}
+        assert r["iterations"] == len(r["consumers"]) == len(r["rscore"]) == 100
+    assert results["bfd"]["cbs"] <= results["mwf"]["cbs"]
+
+
+def test_evaluate_table(reference_stream_path, capsys):
+    assert main(["evaluate", "--stream", str(reference_stream_path), "--capacity", "100", "--algorithms", "nf"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[0] == "algorithm" and lines[1].split()[0] == "nf"
+
+
+def test_generate_stream_is_deterministic_and_clipped(tmp_path):
+    out = tmp_path / "s.json"
+    assert main(["generate-stream", "--partitions", "20", "--measurements", "50", "--delta", "25", "--seed", "4",
+                 "--out", str(out)]) == 0
+    stream = json.loads(out.read_text())
+    assert stream == generate_stream(20, 50, 25, 4)
+    assert stream != generate_stream(20, 50, 25, 5)
+    rates = [r for m in stream for partitions in m.values() for r in partitions.values()]
+    assert len(stream) == 50 and all(0 <= r <= 100 and r == int(r) for r in rates)
+    steps = [abs(b["topic-0"][p] - a["topic-0"][p]) for a, b in zip(stream, stream[1:]) for p in a["topic-0"]]
+    assert max(steps) <= 25
+
+
+def test_algorithms_lists_the_registry(capsys):
+    assert main(["algorithms"]) == 0
+    names = {a["name"] for a in json.loads(capsys.readouterr().out)}
+    assert {"mwf", "bfd", "nf"} <= names
