@@ -37,6 +37,9 @@ class ConsumerPool:
         self._next = 0  # f(k) only moves forward: no bin closes within one iteration
         self._minted = 0
 
+    def allowed(self, consumer: str) -> bool:
+        return self._any_id or consumer in self._member_set
+
     def open(self, preferred: str | None = None) -> str:
         """h(j,k): the preferred (previous) consumer if allowed and not open yet, else f(k)."""
         opened = self.opened
@@ -61,6 +64,14 @@ class ConsumerPool:
             if consumer not in self.opened and consumer not in self._member_set:
                 return consumer
             self._minted += 1
+
+    def open_group(self, previous: list[str], count: int) -> list[str]:
+        """A group of `count` consumers, as a fixed-size assignor sees it: the members (all of them),
+        or else the previous consumers in id order, then the lowest unused ids."""
+        if self.members is not None:
+            return [self.open(m) for m in self.members]
+        preferred = sorted(previous, key=consumer_sort_key)[:count]
+        return [self.open(c) for c in preferred] + [self.open() for _ in range(count - len(preferred))]
 
     def candidates(self, previous: list[str], count: int) -> list[str]:
         """Every id this pool can hand out while opening at most `count` bins, in id order."""

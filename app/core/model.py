@@ -90,10 +90,14 @@ class Problem:
         }
 
     @cached_property
+    def key_order(self) -> list[int]:
+        """Partition indices by (topic, partition)."""
+        return sorted(range(len(self.keys)), key=self.keys.__getitem__)
+
+    @cached_property
     def decreasing_order(self) -> list[int]:
         """Partition indices by rate, largest first, ties by (topic, partition)."""
-        by_key = sorted(range(len(self.keys)), key=self.keys.__getitem__)
-        return sorted(by_key, key=self.rates.__getitem__, reverse=True)
+        return sorted(self.key_order, key=self.rates.__getitem__, reverse=True)
 
     @cached_property
     def decreasing_rank(self) -> list[int]:

@@ -1,0 +1,36 @@
+"""Kafka's RangeAssignor, a baseline: per topic, the partitions in order are cut into contiguous ranges,
+one per consumer in id order; the first (partitions mod consumers) consumers get one more."""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+from app.core.algorithm import Algorithm, Placement, register
+from app.core.algorithms.kafka_roundrobin import FixedGroup, group_of
+from app.core.model import Problem
+
+
+def range_assign(problem: Problem, params: FixedGroup) -> Placement:
+    consumers = group_of(problem, params)
+    assignment: dict[str, list[int]] = {c: [] for c in consumers}
+    keys = problem.keys
+    for _, partitions in groupby(problem.key_order, key=lambda j: keys[j][0]):
+        partitions = list(partitions)
+        share, extra = divmod(len(partitions), len(consumers))
+        start = 0
+        for i, consumer in enumerate(consumers):
+            end = start + share + (i < extra)
+            assignment[consumer].extend(partitions[start:end])
+            start = end
+    return Placement(assignment)
+
+
+register(
+    Algorithm(
+        name="range",
+        description="Kafka's RangeAssignor: contiguous ranges per topic, equal counts, rates ignored (baseline).",
+        place=range_assign,
+        params=FixedGroup,
+        source="Apache Kafka RangeAssignor",
+    )
+)

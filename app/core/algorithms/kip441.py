@@ -1,0 +1,158 @@
+"""KIP-441 lag-ranked assignment for stateful consumers (Kafka Streams "smooth scaling out").
+
+Each member reports its lag on the state of each partition it hosts. Ranks floor at
+acceptable_recovery_lag (rank 0 = caught up; a member that hosts nothing of a task ranks last). Actives
+go only to the most caught-up members, as balanced as that allows (constrainedBalancedAssignment);
+a balanced proposal that ignores ranks (proposeBalancedAssignment) gives the movements, each started as
+a warm-up replica on its destination (at most max_warmup_replicas) with a probing rebalance to finish
+it; num_standbys standbys go to the next most caught-up; stateless partitions to the least loaded.
+An assignment that is already valid and balanced comes back unchanged (convergence).
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.core.algorithm import Algorithm, Placement, register
+from app.core.errors import AssignmentError
+from app.core.model import Problem, consumer_sort_key, sorted_consumers
+
+
+class StateLag(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    topic: str
+    partition: int
+    lag: float = Field(ge=0)
+
+
+class Kip441Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    member_lags: dict[str, list[StateLag]] = Field(
+        default_factory=dict, description="per member, its lag on the state of each partition it hosts (absent: not hosted)"
+    )
+    stateless: list[StateLag] | None = Field(None, description="partitions without state (lag ignored)")
+    acceptable_recovery_lag: float = Field(10_000, ge=0)
+    balance_factor: int = Field(1, ge=1)
+    num_standbys: int = Field(0, ge=0)
+    max_warmup_replicas: int = Field(2, ge=1)
+    probing_rebalance_interval_ms: int = Field(600_000, ge=60_000)
+
+
+def place(problem: Problem, params: Kip441Params) -> Placement:
+    if problem.members is None:
+        raise AssignmentError("invalid_members", "kip441 assigns among the group's members: give 'members'.")
+    members = sorted_consumers(problem.members)
+    index = problem.index
+    stateless = {index[s.topic, s.partition] for s in params.stateless or () if (s.topic, s.partition) in index}
+    tasks = [j for j in problem.key_order if j not in stateless]
+    rank = _ranks(problem, params, members)
+    # Most caught-up members of each task (all members if nobody hosts it).
+    caught_up = {j: [m for m in members if rank[j][m] == min(rank[j].values())] for j in tasks}
+    previous = {j: owner for j, owner in enumerate(problem.previous_owner) if owner in rank.get(j, {})}
+    ceiling = math.ceil(len(tasks) / len(members)) + params.balance_factor - 1
+
+    if _converged(tasks, caught_up, previous, members, params.balance_factor):
+        actives = {m: [j for j in tasks if previous[j] == m] for m in members}
+        warmups: dict[str, list[int]] = {m: [] for m in members}
+    else:
+        # constrainedBalancedAssignment: the most constrained tasks first.
+        order = sorted(tasks, key=lambda j: len(caught_up[j]))
+        actives = _balanced(order, caught_up, previous, members, ceiling)
+        owner = {j: m for m, held in actives.items() for j in held}
+        # proposeBalancedAssignment: any member, sticky to the constrained one.
+        proposal = _balanced(tasks, {j: members for j in tasks}, owner, members, ceiling)
+        moves = [(j, m) for m, held in proposal.items() for j in held if owner[j] != m]
+        moves.sort(key=lambda move: problem.keys[move[0]])
+        warmups = {m: [] for m in members}
+        for j, destination in moves[: params.max_warmup_replicas]:
+            warmups[destination].append(j)
+    owner = {j: m for m, held in actives.items() for j in held}
+    warming = {j: m for m, held in warmups.items() for j in held}
+    standbys = {m: [] for m in members}
+    for j in tasks:
+        taken = {owner[j], warming.get(j)}
+        candidates = sorted((m for m in members if m not in taken),
+                            key=lambda m: (rank[j][m], len(standbys[m]), consumer_sort_key(m)))
+        for m in candidates[: params.num_standbys]:
+            standbys[m].append(j)
+    # Stateless partitions to the member with the fewest active tasks.
+    assignment = {m: list(held) for m, held in actives.items()}
+    for j in sorted(stateless, key=problem.keys.__getitem__):
+        least = min(members, key=lambda m: (len(assignment[m]), consumer_sort_key(m)))
+        assignment[least].append(j)
+    pending = any(warmups.values())
+
+    def docs(groups: dict[str, list[int]]) -> dict[str, list[dict]]:
+        return {m: [{"topic": problem.keys[j][0], "partition": problem.keys[j][1]} for j in held] for m, held in groups.items()}
+
+    counts = [len(held) for held in actives.values()]
+    return Placement(assignment, {
+        "actives": docs(actives),
+        "standbys": docs(standbys),
+        "warmups": docs(warmups),
+        "balanced": max(counts, default=0) - min(counts, default=0) <= params.balance_factor,
+        "probing_rebalance_after_ms": params.probing_rebalance_interval_ms if pending else None,
+    })
+
+
+def _ranks(problem: Problem, params: Kip441Params, members: list[str]) -> dict[int, dict[str, float]]:
+    """rank(T, I, acceptable_recovery_lag): lag, 0 within the acceptable lag, last when not hosted."""
+    unknown = sorted(set(params.member_lags) - set(members))
+    if unknown:
+        raise AssignmentError("invalid_parameter", f"member_lags names members not in 'members': {', '.join(unknown)}.")
+    rank = {j: {m: math.inf for m in members} for j in range(problem.size)}
+    for member, lags in params.member_lags.items():
+        for state in lags:
+            j = problem.index.get((state.topic, state.partition))
+            if j is None:
+                raise AssignmentError(
+                    "invalid_parameter", f"member_lags of {member!r} names {state.topic}/{state.partition}, not a partition of the request."
+                )
+            rank[j][member] = 0 if state.lag <= params.acceptable_recovery_lag else state.lag
+    return rank
+
+
+def _balanced(order: list[int], candidates: dict[int, list[str]], previous: dict[int, str], members: list[str],
+              ceiling: int) -> dict[str, list[int]]:
+    """Each task to its previous owner while under the ceiling, else to the candidate with the fewest
+    tasks under the ceiling, else back to its previous owner, else the candidate with the fewest."""
+    held: dict[str, list[int]] = {m: [] for m in members}
+    for j in order:
+        options = candidates[j]
+        keep = previous.get(j)
+        if keep in options and len(held[keep]) < ceiling:
+            chosen = keep
+        else:
+            under = [m for m in options if len(held[m]) < ceiling]
+            if under:
+                chosen = min(under, key=lambda m: (len(held[m]), consumer_sort_key(m)))
+            elif keep in options:
+                chosen = keep
+            else:
+                chosen = min(options, key=lambda m: (len(held[m]), consumer_sort_key(m)))
+        held[chosen].append(j)
+    return held
+
+
+def _converged(tasks: list[int], caught_up: dict[int, list[str]], previous: dict[int, str], members: list[str],
+               balance_factor: int) -> bool:
+    """The previous actives are all on most-caught-up members and balanced within the factor."""
+    if any(previous.get(j) not in caught_up[j] for j in tasks):
+        return False
+    counts = {m: 0 for m in members}
+    for j in tasks:
+        counts[previous[j]] += 1
+    return max(counts.values(), default=0) - min(counts.values(), default=0) <= balance_factor
+
+
+register(
+    Algorithm(
+        name="kip441",
+        description="KIP-441 lag-ranked assignment: actives on caught-up members, warm-ups, standbys, probing hint.",
+        place=place,
+        params=Kip441Params,
+        source="KIP-441 Smooth Scaling Out for Kafka Streams (assignment and balance evaluation algorithms)",
+    )
+)

@@ -1,0 +1,147 @@
+"""Lag-aware Least-Loaded bin pack autoscaler (Ezzeddine, Baude, Huet, CLOSER 2024).
+
+Two-dimensional packing: a consumer of consumption rate μ holds partitions whose arrival rates sum to at
+most μ·f and whose lags sum to at most μ·w_sla·f (Eq. 4-5). Least-Loaded (Ajiro and Tanaka 2007): the
+partitions largest first, each to the least loaded consumer it fits; if one fits nowhere, one consumer
+more and the packing starts over. scaleNeeded (Procedure 1) decides UP, DOWN, REASS or NONE against the
+current group; doScale (Procedure 2) packs with the lag planned for the rebalance, lag + λ·t_r (Eq. 6-7).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from app.core.algorithm import Algorithm, Placement, register
+from app.core.bins import ConsumerPool
+from app.core.model import Problem, consumer_sort_key
+
+
+class LeastLoadedParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    mu: float | None = Field(None, gt=0, description="consumption rate μ of one consumer (default: capacity)")
+    w_sla: float = Field(5.0, gt=0, description="latency SLA in seconds: a consumer's lag must drain within it")
+    f_up: float = Field(0.9, gt=0, le=1, description="fill factor when scaling up or reassigning")
+    f_down: float = Field(0.4, gt=0, lt=1, description="fill factor when checking whether to scale down")
+    rebalance_s: float = Field(5.0, ge=0, description="t_r: how long a rebalance blocks consumption")
+    plan_rebalance_lag: bool = Field(True, description="pack lag + rate·t_r, the lag after the rebalance (§4.1)")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LeastLoadedParams:
+        if not self.f_down < self.f_up:
+            raise ValueError("f_down must be below f_up")
+        return self
+
+
+def least_loaded(rates: Sequence[float], lags: Sequence[float], order: list[int], rate_cap: float,
+                 lag_cap: float, start: int) -> list[list[int]]:
+    """Least-Loaded with `start` bins, one more each time a partition fits nowhere. An empty bin takes
+    any partition, so n bins always suffice."""
+    bins = max(1, start)
+    while True:
+        held: list[list[int]] = [[] for _ in range(bins)]
+        lag_load = [0.0] * bins
+        heap = [(0.0, b) for b in range(bins)]  # (rate load, bin): least loaded first, ties to the lowest bin
+        for j in order:
+            skipped = []
+            while heap:
+                load, b = heapq.heappop(heap)
+                if not held[b] or (load + rates[j] <= rate_cap * (1 + 1e-12)
+                                   and lag_load[b] + lags[j] <= lag_cap * (1 + 1e-12)):
+                    held[b].append(j)
+                    lag_load[b] += lags[j]
+                    heapq.heappush(heap, (load + rates[j], b))
+                    break
+                skipped.append((load, b))
+            else:
+                break  # fits nowhere: start over with one bin more
+            for entry in skipped:
+                heapq.heappush(heap, entry)
+        else:
+            return held
+        bins += 1
+
+
+def label(problem: Problem, packing: list[list[int]]) -> dict[str, list[int]]:
+    """Name each bin after the previous consumer it shares the most rate with (the packing ignores
+    history; the labels keep what can be kept), the others by f(k)."""
+    rates, owner = problem.rates, problem.previous_owner
+    overlap: dict[tuple[int, str], float] = {}
+    for b, held in enumerate(packing):
+        for j in held:
+            if owner[j] is not None:
+                overlap[b, owner[j]] = overlap.get((b, owner[j]), 0.0) + rates[j]
+    pool = ConsumerPool(problem.members)
+    names: dict[int, str] = {}
+    for (b, consumer), _ in sorted(overlap.items(), key=lambda item: (-item[1], item[0][0], consumer_sort_key(item[0][1]))):
+        if b not in names and consumer not in pool.opened and pool.allowed(consumer):
+            names[b] = pool.open(consumer)
+    for b in range(len(packing)):
+        if b not in names:
+            names[b] = pool.open()
+    return {names[b]: held for b, held in enumerate(packing) if held}
+
+
+def place(problem: Problem, params: LeastLoadedParams) -> Placement:
+    mu = params.mu or problem.capacity
+    rates = problem.rates
+    lags = [lag or 0.0 for lag in problem.lags]
+    planned = [lag + rate * params.rebalance_s for lag, rate in zip(lags, rates)] if params.plan_rebalance_lag else lags
+    order = sorted(problem.decreasing_order, key=lambda j: -lags[j])  # stable: by lag, then rate, then key
+    order.sort(key=rates.__getitem__, reverse=True)
+
+    def pack(lag_values: Sequence[float], f: float) -> list[list[int]]:
+        rate_cap, lag_cap = mu * f, mu * params.w_sla * f
+        start = max(math.ceil(sum(rates) / rate_cap - 1e-9), math.ceil(sum(lag_values) / lag_cap - 1e-9), 1)
+        return least_loaded(rates, lag_values, order, rate_cap, lag_cap, start)
+
+    current = {c: held for c, held in problem.previous_indices.items() if held}
+
+    def violates(f: float) -> bool:  # assignmentViolatesTheSLA(f_up); an unowned partition violates too
+        if any(owner is None for owner in problem.previous_owner):
+            return True
+        return any(
+            sum(lags[j] for j in held) > mu * params.w_sla * f * (1 + 1e-12)
+            or sum(rates[j] for j in held) > mu * f * (1 + 1e-12)
+            for held in current.values()
+        )
+
+    # Procedure 1, scaleNeeded, on the current lags.
+    if len(pack(lags, params.f_up)) > len(current):
+        action = "UP"
+    elif problem.size and len(pack(lags, params.f_down)) < len(current):
+        action = "DOWN"
+    elif violates(params.f_up):
+        action = "REASS"
+    else:
+        action = "NONE"
+    # Procedure 2, doScale, on the planned lags.
+    packing = None
+    if action == "DOWN":
+        packing = pack(planned, params.f_down)
+        if len(packing) >= len(current):
+            action, packing = ("REASS", None) if violates(params.f_up) else ("NONE", None)
+    if action in ("UP", "REASS"):
+        packing = pack(planned, params.f_up)
+    assignment = dict(current) if packing is None else label(problem, packing)
+    return Placement(assignment, {
+        "scale_action": action,
+        "consumers_before": len(current),
+        "consumers_after": len(assignment),
+        "rate_capacity": mu * params.f_up,
+        "lag_capacity": mu * params.w_sla * params.f_up,
+    })
+
+
+register(
+    Algorithm(
+        name="least-loaded",
+        description="Lag-aware Least-Loaded autoscaler: packs rate ≤ μ·f and lag ≤ μ·w_sla·f, decides UP/DOWN/REASS/NONE.",
+        place=place,
+        params=LeastLoadedParams,
+        source="Ezzeddine, Baude, Huet, CLOSER 2024, Eq. 4-7, Algorithm 2, Procedures 1-2",
+    )
+)

@@ -1,0 +1,40 @@
+"""The threshold autoscaler of KEDA and the cloud providers, a baseline: N = ⌈Σ rate / (μ·f)⌉ consumers,
+then Kafka's round-robin over them (rates decide the count, not the placement)."""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.core.algorithm import Algorithm, Placement, register
+from app.core.bins import ConsumerPool
+from app.core.model import Problem
+
+
+class LinearParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    mu: float | None = Field(None, gt=0, description="rate one consumer handles (default: capacity)")
+    f: float = Field(1.0, gt=0, le=1, description="target utilization of a consumer")
+
+
+def linear(problem: Problem, params: LinearParams) -> Placement:
+    mu = params.mu or problem.capacity
+    count = max(1, math.ceil(problem.total_rate / (mu * params.f) - 1e-9)) if problem.size else 0
+    previous = [c for c, held in problem.previous_indices.items() if held]
+    consumers = ConsumerPool(problem.members).open_group(previous, count)[: max(count, 1)]
+    assignment: dict[str, list[int]] = {c: [] for c in consumers}
+    for i, j in enumerate(problem.key_order):
+        assignment[consumers[i % len(consumers)]].append(j)
+    return Placement(assignment, {"replicas": count})
+
+
+register(
+    Algorithm(
+        name="linear",
+        description="KEDA-style threshold autoscaler: ⌈Σ rate / (μ·f)⌉ consumers, round-robin (baseline).",
+        place=linear,
+        params=LinearParams,
+        source="KEDA Kafka scaler / cloud autoscalers, as compared in Landau et al. §II-C",
+    )
+)
