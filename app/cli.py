@@ -19,7 +19,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("app.main", "serve the HTTP API (embedded Redis unless REDIS_URL is set)"),
     "openapi": ("app.main", "write the API contract to openapi/openapi.json"),
     "generate-stream": ("app.sim.commands", "generate a rate stream (Landau et al. Eq. 15)"),
-    "evaluate": ("app.sim.commands", "replay a stream through algorithms: consumers, Rscore, CBS"),
+    "evaluate": ("app.sim.commands", "replay a stream through algorithms: consumers, Rscore, CBS, latency"),
+    "report": ("app.sim.report", "the paper's experiments as an HTML report with plots"),
 }
 
 

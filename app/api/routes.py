@@ -290,7 +290,8 @@ async def get_rates(request: Request, group: GroupPath) -> Response:
              openapi_extra=_body("EvaluateRequest"), responses=_answers("EvaluateResponse", 413, 422),
              response_class=Response)
 async def evaluate(request: Request) -> Response:
-    from app.sim.replay import evaluate as replay_stream
+    from app.sim.evaluate import check_names, evaluate as replay_stream
+    from app.sim.latency import LatencyModel
 
     settings = _settings(request)
     req: schemas.EvaluateRequest = _decode(schemas.EvaluateRequest, await _read_body(request, settings.max_body_bytes))
@@ -301,9 +302,11 @@ async def evaluate(request: Request) -> Response:
             f"{cells} partition-measurements × {len(req.algorithms)} algorithms exceeds {settings.max_evaluate_cells}; "
             "send a shorter stream or fewer algorithms, or run `groupfit evaluate` locally.",
         )
-    for name in req.algorithms:
-        get_algorithm(name)
-    return _json(await asyncio.to_thread(replay_stream, req.stream, req.capacity, req.algorithms))
+    check_names(req.algorithms)
+    model = None
+    if req.latency is not None:
+        model = LatencyModel(req.latency.consumer_throughput, req.latency.iteration_s, req.latency.rebalance_s)
+    return _json(await asyncio.to_thread(replay_stream, req.stream, req.capacity, req.algorithms, model))
 
 
 @router.get("/healthz", summary="The process is up", responses=_answers("Health"), response_class=Response)

@@ -158,12 +158,27 @@ class RatesAck(Struct):
 Measurement = dict[str, dict[str, float]]
 
 
+class LatencyOptions(Struct, forbid_unknown_fields=True, kw_only=True):
+    consumer_throughput: Annotated[float, Meta(gt=0, description="C̄, a consumer's real throughput")] = 133.0
+    iteration_s: Annotated[float, Meta(gt=0)] = 30.0
+    rebalance_s: Annotated[float, Meta(ge=0)] = 5.0
+
+
 class EvaluateRequest(Struct, forbid_unknown_fields=True, kw_only=True):
     stream: Annotated[list[Measurement], Meta(description="measurements, each topic → {partition: rate}")]
     capacity: Annotated[float, Meta(gt=0)]
-    algorithms: list[str] = msgspec.field(
-        default_factory=lambda: "nf ff bf wf nfd ffd bfd wfd mwf mbf mwfp mbfp".split()
+    algorithms: Annotated[list[str], Meta(description="registered names and kd_<N> (Kafka's equal-count, N consumers)")] = (
+        msgspec.field(default_factory=lambda: "nf ff bf wf nfd ffd bfd wfd mwf mbf mwfp mbfp".split())
     )
+    latency: Annotated[LatencyOptions | None, Meta(description="add latency percentiles (§VI-C)")] = None
+
+
+class LatencyFigures(Struct):
+    p50: float
+    p90: float
+    p95: float
+    p99: float
+    max: float
 
 
 class AlgorithmRun(Struct):
@@ -173,6 +188,7 @@ class AlgorithmRun(Struct):
     iterations: int
     consumers: list[int]
     rscore: list[float]
+    latency: LatencyFigures | UnsetType = UNSET
 
 
 class EvaluateResponse(Struct):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from app.core.algorithm import get_algorithm
+from app.core.algorithm import Algorithm, get_algorithm
 from app.core.assign import Outcome, solve
 from app.core.model import build_problem
 from app.sim.stream import Measurement, flatten
@@ -35,8 +35,11 @@ def replay(
 ) -> Run:
     """Each measurement from this algorithm's own previous assignment, the first from none."""
     spec = get_algorithm(algorithm)
-    parsed = spec.parse_params(params)
-    run = Run(algorithm)
+    return replay_with(stream, capacity, spec, spec.parse_params(params), keep)
+
+
+def replay_with(stream: Sequence[Measurement], capacity: float, spec: Algorithm, parsed: object, keep: bool) -> Run:
+    run = Run(spec.name)
     previous: dict[str, list[tuple[str, int]]] = {}
     for measurement in stream:
         keys, rates = flatten(measurement)
@@ -59,22 +62,4 @@ def cbs(runs: Sequence[Run]) -> dict[str, float]:
     return {
         run.algorithm: sum((z - b) / b for z, b in zip(run.consumers, best) if b) / iterations if iterations else 0.0
         for run in runs
-    }
-
-
-def evaluate(stream: Sequence[Measurement], capacity: float, algorithms: Sequence[str]) -> dict:
-    runs = [replay(stream, capacity, name) for name in algorithms]
-    scores = cbs(runs)
-    return {
-        "results": {
-            run.algorithm: {
-                "avg_consumers": run.avg_consumers,
-                "avg_rscore": run.avg_rscore,
-                "cbs": scores[run.algorithm],
-                "iterations": len(run.consumers),
-                "consumers": run.consumers,
-                "rscore": run.rscore,
-            }
-            for run in runs
-        }
     }

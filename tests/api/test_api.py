@@ -35,7 +35,7 @@ def request_body(**extra):
 @pytest.fixture
 def settings(redis_server) -> Settings:
     return Settings(redis_url=redis_server.url, history_limit=3, max_partitions=1000, max_dense_cells=50,
-                    max_body_bytes=200_000)
+                    max_body_bytes=200_000, max_evaluate_cells=50_000)
 
 
 @pytest.fixture
@@ -242,6 +242,12 @@ async def test_evaluate(client, reference_stream_path):
     assert set(results) == {"mwf", "bfd"} and results["mwf"].iterations == 10 and results["mwf"].rscore[0] == 0
     unknown = await client.post("/v1/evaluate", json={"stream": stream, "capacity": 100, "algorithms": ["x"]})
     assert error_code(unknown) == "unknown_algorithm"
+    with_latency = await client.post("/v1/evaluate", json={"stream": stream, "capacity": 100, "algorithms": ["mwf", "kd_15"],
+                                                          "latency": {"consumer_throughput": 133}})
+    results = msgspec.json.decode(with_latency.content, type=schemas.EvaluateResponse).results
+    assert results["kd_15"].latency.p99 >= results["mwf"].latency.p99 >= 0
+    too_long = await client.post("/v1/evaluate", json={"stream": stream * 20, "capacity": 100, "algorithms": ["mwf"] * 10})
+    assert too_long.status_code == 422 and error_code(too_long) == "too_many_partitions"
 
 
 async def test_health_ready_and_metrics(client, group):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.sim.replay import evaluate
+from app.sim.evaluate import evaluate
 from app.sim.stream import load_stream
 
 PAPER_TWELVE = ["nf", "ff", "bf", "wf", "nfd", "ffd", "bfd", "wfd", "mwf", "mbf", "mwfp", "mbfp"]

@@ -1,0 +1,120 @@
+"""The latency model of Landau et al. §VI-C (Eq. 16-27), exact over every byte without one sample per byte.
+
+Per consumer c and iteration k, the partitions it keeps form a fixed queue (P_F, Eq. 17) and those it
+starts a rebalanced queue (P_R, Eq. 16). Over an iteration of T seconds the fixed queue receives
+T·W_F bytes (Eq. 18, 21); byte i waits L_F(i) = max(m_F·i + b_F, 0) (Eq. 22) with m_F = 1/R_F − 1/W_F
+(Eq. 19) and b_F the latency its last byte had at the end of the previous iteration (Eq. 20). The
+rebalanced queue cannot be read before the rebalance ends: L_R(i) = max(m_R·i + t_r, 0) (Eq. 27). The
+consumer reads the fixed queue at R_F = C̄ when nothing was rebalanced to it, else at min(C̄, W_F), and
+the rebalanced queue with what is left, R_R = C̄ − R_F.
+
+Every queue-iteration is a line segment of latencies over its bytes, so the latency of all bytes is a
+mixture of uniform distributions over segments: percentiles are found by bisection on the latency value
+(to 1e-9 s), histograms by measuring each segment's bytes in each bin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.core.assign import Outcome
+
+PERCENTILES = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
+
+
+@dataclass(frozen=True)
+class LatencyModel:
+    consumer_throughput: float = 133.0  # C̄, in the rates' unit
+    iteration_s: float = 30.0
+    rebalance_s: float = 5.0
+
+
+@dataclass
+class Segments:
+    """Latency segments: byte i of a segment (0 ≤ i < length) waits max(slope·i + start, 0) seconds."""
+
+    slope: np.ndarray
+    start: np.ndarray
+    length: np.ndarray
+
+    @property
+    def bytes(self) -> float:
+        return float(self.length.sum())
+
+    def end(self) -> np.ndarray:
+        return np.maximum(self.slope * self.length + self.start, 0.0)
+
+    def count_at_most(self, value: float) -> float:
+        """Bytes whose latency is at most `value` (≥ 0)."""
+        m, b, n = self.slope, self.start, self.length
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cross = (value - b) / m  # where m·i + b = value
+        flat = np.where(b <= value, n, 0.0)
+        rising = np.clip(cross, 0.0, n)  # m > 0: bytes before the crossing
+        falling = n - np.clip(cross, 0.0, n)  # m < 0: bytes after the crossing
+        counted = np.where(m > 0, rising, np.where(m < 0, falling, flat))
+        return float(counted.sum())
+
+    def quantile(self, q: float) -> float:
+        total = self.bytes
+        if total == 0:
+            return 0.0
+        low, high = 0.0, float(max(self.start.max(initial=0.0), self.end().max(initial=0.0)))
+        if self.count_at_most(0.0) >= q * total:
+            return 0.0
+        while high - low > 1e-9 * max(1.0, high):
+            middle = (low + high) / 2
+            if self.count_at_most(middle) >= q * total:
+                high = middle
+            else:
+                low = middle
+        return high
+
+    def summary(self) -> dict[str, float]:
+        figures = {name: self.quantile(q) for name, q in PERCENTILES.items()}
+        figures["max"] = float(max(self.start.max(initial=0.0), self.end().max(initial=0.0)))
+        figures["above_zero"] = self.bytes - self.count_at_most(0.0)
+        return figures
+
+    def histogram(self, edges: np.ndarray) -> np.ndarray:
+        """Bytes per latency bin (edges ascending; the last bin is closed)."""
+        counts = np.array([self.count_at_most(float(e)) for e in edges])
+        return np.diff(counts)
+
+
+def segments(outcomes: Sequence[Outcome], model: LatencyModel = LatencyModel()) -> Segments:
+    """The latency segments of a replay (each outcome holds its problem, hence the previous assignment)."""
+    c_bar, period, t_r = model.consumer_throughput, model.iteration_s, model.rebalance_s
+    slopes: list[float] = []
+    starts: list[float] = []
+    lengths: list[float] = []
+    backlog: dict[str, float] = {}  # b_F: latency of the fixed queue's last byte, per consumer
+    # Δ(k), hence P_R and P_F, exist for k > 1 (Eq. 9, 16-17): the first measurement only forms the
+    # initial group, and latency is measured from the second iteration on, starting with no backlog.
+    for outcome in outcomes[1:]:
+        problem = outcome.problem
+        rates, previous_owner = problem.rates, problem.previous_owner
+        carried: dict[str, float] = {}
+        for consumer, held in outcome.assignment.items():
+            w_fixed = sum(rates[j] for j in held if previous_owner[j] == consumer)  # Eq. 17-18
+            w_moved = sum(rates[j] for j in held if previous_owner[j] != consumer)  # Eq. 16, 24
+            r_fixed = c_bar if w_moved == 0 else min(c_bar, w_fixed)
+            r_moved = c_bar - r_fixed
+            b = backlog.get(consumer, 0.0)
+            if w_fixed > 0:
+                m = 1 / r_fixed - 1 / w_fixed if r_fixed > 0 else float("inf")  # Eq. 19
+                n = period * w_fixed  # Eq. 21
+                slopes.append(m)
+                starts.append(b)
+                lengths.append(n)
+                carried[consumer] = max(m * n + b, 0.0)  # Eq. 20 for the next iteration
+            if w_moved > 0:
+                m = 1 / r_moved - 1 / w_moved if r_moved > 0 else float("inf")  # Eq. 25
+                slopes.append(m)
+                starts.append(t_r)
+                lengths.append(period * w_moved)  # Eq. 26
+        backlog = carried
+    return Segments(np.array(slopes, dtype=float), np.array(starts, dtype=float), np.array(lengths, dtype=float))
