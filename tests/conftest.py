@@ -71,3 +71,15 @@ def live_service(redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathF
     service = LiveService(redis_server.url, tmp_path_factory.mktemp("service") / "service.log").start()
     yield service
     service.stop()
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory):
+    """A real Spark session on local[2], as the rates job starts it."""
+    from app.pipeline.job import JobOptions, spark_session
+
+    options = JobOptions(bootstrap_servers="", topics=[], service_url="", service_group="", master="local[2]",
+                         extra_spark_conf={"spark.sql.streaming.checkpointLocation": str(tmp_path_factory.mktemp("ckpt"))})
+    session = spark_session(options)
+    yield session
+    session.stop()

@@ -1,0 +1,118 @@
+"""A streaming Kafka source for Spark on the Python Data Source API and confluent-kafka (Spark's own
+connector needs jars that cannot be fetched everywhere).
+
+The stream's offsets are the next offset to read of each partition ({"topic/partition": offset}; JSON,
+so keys are strings). A micro-batch reads, per Kafka partition, the offsets between two such maps with a
+consumer created inside `read()` on the executor (Kafka clients do not pickle). Rows: topic, partition,
+offset, timestamp, size (key + value bytes).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Iterator
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
+SCHEMA = "topic string, partition int, offset long, timestamp timestamp, size long"
+
+
+class KafkaPartitionRange(InputPartition):
+    def __init__(self, topic: str, partition: int, start: int, end: int) -> None:
+        super().__init__((topic, partition, start, end))
+        self.topic, self.partition, self.start, self.end = topic, partition, start, end
+
+
+class KafkaSource(DataSource):
+    """Options: bootstrap.servers, topics (comma-separated), startingOffsets (earliest | latest),
+    poll.timeout.s (how long a read waits for records the offsets promised, default 10)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "groupfit_kafka"
+
+    def schema(self) -> str:
+        return SCHEMA
+
+    def streamReader(self, schema) -> KafkaStreamReader:  # noqa: ANN001 - Spark's StructType
+        return KafkaStreamReader(dict(self.options))
+
+
+class KafkaStreamReader(DataSourceStreamReader):
+    def __init__(self, options: dict[str, str]) -> None:
+        self.bootstrap = options["bootstrap.servers"]
+        self.topics = [t.strip() for t in options["topics"].split(",") if t.strip()]
+        self.starting = options.get("startingOffsets", "latest")
+        self.poll_timeout_s = float(options.get("poll.timeout.s", "10"))
+
+    def _offsets(self, which: str) -> dict[str, int]:
+        return end_offsets(self.bootstrap, self.topics, which)
+
+    def initialOffset(self) -> dict:
+        return self._offsets("earliest" if self.starting == "earliest" else "latest")
+
+    def latestOffset(self, start: dict, limit) -> dict:  # noqa: ANN001 - ReadLimit: all available
+        latest = self._offsets("latest")
+        # A partition that appeared since `start` is read from its beginning.
+        return {key: max(offset, start.get(key, 0)) for key, offset in latest.items()}
+
+    def partitions(self, start: dict, end: dict) -> list[KafkaPartitionRange]:
+        ranges = []
+        for key, stop in sorted(end.items()):
+            begin = start.get(key, 0)
+            if stop > begin:
+                topic, _, partition = key.rpartition("/")
+                ranges.append(KafkaPartitionRange(topic, int(partition), begin, stop))
+        return ranges
+
+    def read(self, partition: KafkaPartitionRange) -> Iterator[tuple]:
+        from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+        consumer = Consumer({
+            "bootstrap.servers": self.bootstrap,
+            "group.id": "groupfit-rates-reader",  # never commits: offsets live in Spark's checkpoint
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        })
+        try:
+            consumer.assign([TopicPartition(partition.topic, partition.partition, partition.start)])
+            deadline = time.monotonic() + self.poll_timeout_s
+            while time.monotonic() < deadline:
+                message = consumer.poll(0.5)
+                if message is None:
+                    continue
+                error = message.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        return  # the broker has nothing more: read to the end that exists
+                    raise RuntimeError(f"reading {partition.topic}/{partition.partition}: {error}")
+                if message.offset() >= partition.end:
+                    return
+                _, millis = message.timestamp()
+                size = len(message.key() or b"") + len(message.value() or b"")
+                yield (partition.topic, partition.partition, message.offset(),
+                       dt.datetime.fromtimestamp(millis / 1000, tz=dt.timezone.utc), size)
+                if message.offset() >= partition.end - 1:
+                    return
+        finally:
+            consumer.close()
+
+
+def end_offsets(bootstrap: str, topics: list[str], which: str) -> dict[str, int]:
+    """{"topic/partition": offset} of the earliest or latest offset of every partition of the topics."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    metadata = admin.list_topics(timeout=10)
+    spec = OffsetSpec.earliest() if which == "earliest" else OffsetSpec.latest()
+    wanted = {
+        TopicPartition(topic, p): spec
+        for topic in topics if topic in metadata.topics
+        for p in metadata.topics[topic].partitions
+    }
+    if not wanted:
+        return {}
+    futures = admin.list_offsets(wanted, request_timeout=10)
+    return {f"{tp.topic}/{tp.partition}": future.result().offset for tp, future in futures.items()}

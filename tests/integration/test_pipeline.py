@@ -1,0 +1,81 @@
+"""The rates job end to end: a real Kafka-protocol broker, Spark on local[2], the live service and Redis."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import httpx
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from app.pipeline.job import JobOptions, ServiceSink, start
+
+pytestmark = pytest.mark.integration
+
+RATES = {0: 4000.0, 1: 1000.0, 2: 400.0, 3: 200.0}  # bytes/s per partition: one hot partition
+RECORD = 100  # bytes per record value
+
+
+def produce(bootstrap: str, topic: str, seconds: float, stop: threading.Event, counts: dict[int, int]) -> None:
+    # One record per request: the embedded broker's high watermark is wrong for multi-record batches.
+    producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1, "linger.ms": 0})
+    due = dict.fromkeys(RATES, 0.0)
+    began = last = time.monotonic()
+    while not stop.is_set() and time.monotonic() - began < seconds:
+        time.sleep(0.05)
+        now = time.monotonic()
+        for partition, rate in RATES.items():
+            due[partition] += rate * (now - last)
+            while due[partition] >= RECORD:
+                producer.produce(topic, value=b"x" * RECORD, partition=partition)
+                due[partition] -= RECORD
+                counts[partition] += 1
+        last = now
+        producer.poll(0)
+    producer.flush(10)
+
+
+def test_rates_reach_the_service_within_10_percent(kafka_broker, live_service, spark, tmp_path):
+    topic, group, stalled = f"rates-{uuid.uuid4().hex[:6]}", f"svc-{uuid.uuid4().hex[:6]}", "stalled-consumers"
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap_servers})
+    for future in admin.create_topics([NewTopic(topic, 4, 1)]).values():
+        future.result(30)
+    # A consumer group that committed offset 0 and then stopped: its lag grows with every record produced.
+    consumer = Consumer({"bootstrap.servers": kafka_broker.bootstrap_servers, "group.id": stalled,
+                         "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition(topic, p, 0) for p in RATES], asynchronous=False)
+    consumer.close()
+
+    options = JobOptions(bootstrap_servers=kafka_broker.bootstrap_servers, topics=[topic], service_url=live_service.url,
+                         service_group=group, consumer_group=stalled, window_s=6, slide_s=2, trigger_s=2,
+                         checkpoint_dir=str(tmp_path / "checkpoint"), starting_offsets="earliest")
+    sink = ServiceSink(options)
+    query = start(spark, options, sink)
+    stop, counts = threading.Event(), dict.fromkeys(RATES, 0)
+    producer = threading.Thread(target=produce, args=(kafka_broker.bootstrap_servers, topic, 90, stop, counts))
+    producer.start()
+    observed, lags = None, []
+    try:
+        deadline = time.monotonic() + 100
+        while time.monotonic() < deadline:
+            time.sleep(2)
+            response = httpx.get(f"{live_service.url}/v1/groups/{group}/rates", timeout=5)
+            if response.status_code != 200:
+                continue
+            stored = {p["partition"]: p for p in response.json()["partitions"]}
+            lags.append(stored.get(0, {}).get("lag"))
+            if len(stored) == 4 and all(abs(stored[p]["rate"] - RATES[p]) <= 0.1 * RATES[p] for p in RATES):
+                observed = stored
+                break
+    finally:
+        stop.set()
+        producer.join()
+        query.stop()
+    assert observed is not None, f"stored rates never came within 10% of {RATES}; last lags {lags[-3:]}"
+    assert sink.writes > 0 and sink.failures == 0
+    hot_lags = [lag for lag in lags if lag is not None]
+    assert len(hot_lags) >= 2 and hot_lags[-1] > hot_lags[0], "the stalled group's lag must grow as records arrive"
+    assert hot_lags[-1] <= counts[0]
