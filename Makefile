@@ -6,10 +6,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test bench openapi clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test]' -e 'clients/python[kafka]'
 	touch $(STAMP)
 
 run: $(STAMP)
