@@ -10,15 +10,18 @@ from typing import Any
 import msgspec
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from app.api import schemas
+from app.api.auth import Authorizer
 from app.api.errors import error_response, from_exception
 from app.api.observability import Metrics, ObservabilityMiddleware, configure_logging, log
 from app.api.routes import router
+from app.core.algorithm import algorithms
 from app.core.errors import AssignmentError
 from app.settings import Settings, get_settings
 from app.store.groups import GroupStore, StoreUnavailable
@@ -50,7 +53,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.history_limit,
         settings.idempotency_ttl_s,
     )
+    app.state.authorizer = Authorizer(settings.auth_tokens)
     app.include_router(router)
+    if settings.cors_origins:
+        app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST", "PUT", "DELETE"],
+                           allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "X-Request-ID"])
     app.add_middleware(ObservabilityMiddleware, metrics=app.state.metrics)
 
     @app.get("/metrics", summary="Prometheus metrics", response_class=Response,
@@ -107,6 +114,8 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         document = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
         _, components = msgspec.json.schema_components(schemas.ALL_SCHEMAS, ref_template="#/components/schemas/{name}")
         document.setdefault("components", {}).setdefault("schemas", {}).update(components)
+        names = sorted(algorithms())
+        components["AssignRequest"]["properties"]["algorithm"]["enum"] = names
         app.openapi_schema = document
     return app.openapi_schema
 

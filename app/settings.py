@@ -5,8 +5,17 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class TokenGrant(BaseModel):
+    """A bearer token and what it may do: read (GET), write (assign with a group, rates, delete), and on
+    which groups (all when `groups` is absent)."""
+
+    token: SecretStr
+    write: bool = False
+    groups: list[str] | None = None
 
 
 class Settings(BaseSettings):
@@ -29,6 +38,11 @@ class Settings(BaseSettings):
     max_dense_cells: int = Field(1_000_000, ge=1, description="largest dense delta matrix (rows × columns)")
     max_evaluate_cells: int = Field(2_000_000, ge=1, description="most partition-measurements in POST /v1/evaluate")
     log_level: str = Field("INFO", description="log level of the JSON logs")
+    auth_tokens: list[TokenGrant] = Field(
+        default_factory=list,
+        description='bearer tokens, JSON: [{"token": "…", "write": true, "groups": ["orders"]}]; empty: no authentication',
+    )
+    cors_origins: list[str] = Field(default_factory=list, description="origins allowed by CORS, JSON list; empty: CORS off")
 
 
 @lru_cache

@@ -37,7 +37,8 @@ def error_response(code: str, message: str, details: Any = None, headers: dict[s
 
 
 def from_exception(exc: AssignmentError) -> Response:
-    return error_response(exc.code, exc.message, exc.details)
+    headers = {"WWW-Authenticate": "Bearer"} if exc.code == "unauthorized" else None
+    return error_response(exc.code, exc.message, exc.details, headers)
 
 
 def decode_error(exc: msgspec.MsgspecError) -> ApiError:

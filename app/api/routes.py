@@ -40,6 +40,8 @@ def _body(name: str) -> dict[str, Any]:
 
 
 def _answers(ok: str | None, *errors: int, status: int = 200) -> dict[int | str, dict[str, Any]]:
+    """The documented answers; every /v1 route may also answer 401 and 403 when tokens are configured."""
+    errors = (*errors, 401, 403)
     responses: dict[int | str, dict[str, Any]] = {}
     if ok:
         responses[status] = {"description": "OK", "content": {"application/json": {"schema": _ref(ok)}}}
@@ -90,6 +92,10 @@ def _store(request: Request) -> GroupStore:
     return request.app.state.store
 
 
+def _authorize(request: Request, group: str | None, write: bool) -> None:
+    request.app.state.authorizer.check(request, group, write)
+
+
 def _keys(refs: list[schemas.PartitionRef] | list[schemas.PartitionRate]) -> list[PartitionKey]:
     return [(ref.topic, ref.partition) for ref in refs]
 
@@ -113,6 +119,7 @@ async def assign(
     settings = _settings(request)
     body = await _read_body(request, settings.max_body_bytes)
     req: schemas.AssignRequest = _decode(schemas.AssignRequest, body)
+    _authorize(request, req.group, write=bool(req.group) and not req.dry_run)
     algorithm = get_algorithm(req.algorithm)
     params = algorithm.parse_params(req.params)
     group, store = req.group, _store(request)
@@ -214,7 +221,8 @@ async def assign(
 
 @router.get("/v1/algorithms", summary="The registered algorithms and their parameter schemas",
             responses=_answers("AlgorithmList"), response_class=Response)
-async def list_algorithms() -> Response:
+async def list_algorithms(request: Request) -> Response:
+    _authorize(request, None, write=False)
     return _json({
         "algorithms": [
             {"name": a.name, "description": a.description, "source": a.source, "params": a.params_schema()}
@@ -233,6 +241,7 @@ async def _stored_group(request: Request, group: str) -> StoredGroup:
 @router.get("/v1/groups/{group}", summary="The group's current assignment and version",
             responses=_answers("GroupState", 404, 503), response_class=Response)
 async def get_group(request: Request, group: GroupPath) -> Response:
+    _authorize(request, group, write=False)
     stored = await _stored_group(request, group)
     return _json({
         "group": group, "version": stored.version, "algorithm": stored.algorithm, "capacity": stored.capacity,
@@ -243,6 +252,7 @@ async def get_group(request: Request, group: GroupPath) -> Response:
 @router.delete("/v1/groups/{group}", status_code=204, summary="Forget the group (assignment, history, rates)",
                responses={**_answers(None, 404, 503), 204: {"description": "deleted"}}, response_class=Response)
 async def delete_group(request: Request, group: GroupPath) -> Response:
+    _authorize(request, group, write=True)
     if not await _store(request).delete(group):
         raise ApiError("group_not_found", f"group {group!r} has nothing stored.")
     return Response(status_code=204)
@@ -251,6 +261,7 @@ async def delete_group(request: Request, group: GroupPath) -> Response:
 @router.get("/v1/groups/{group}/history", summary="Past versions, newest first",
             responses=_answers("GroupHistory", 404, 422, 503), response_class=Response)
 async def group_history(request: Request, group: GroupPath, limit: int = Query(100, ge=1, le=100_000)) -> Response:
+    _authorize(request, group, write=False)
     versions = await _store(request).history(group, limit)
     if not versions:
         raise ApiError("group_not_found", f"group {group!r} has no history.")
@@ -260,6 +271,7 @@ async def group_history(request: Request, group: GroupPath, limit: int = Query(1
 @router.put("/v1/groups/{group}/rates", summary="Store the group's observed rates and lags (the rates job writes here)",
             openapi_extra=_body("RatesUpdate"), responses=_answers("RatesAck", 413, 422, 503), response_class=Response)
 async def put_rates(request: Request, group: GroupPath) -> Response:
+    _authorize(request, group, write=True)
     settings = _settings(request)
     update: schemas.RatesUpdate = _decode(schemas.RatesUpdate, await _read_body(request, settings.max_body_bytes))
     if len(update.partitions) > settings.max_partitions:
@@ -280,6 +292,7 @@ async def put_rates(request: Request, group: GroupPath) -> Response:
 @router.get("/v1/groups/{group}/rates", summary="The group's latest stored rates",
             responses=_answers("StoredRates", 404, 503), response_class=Response)
 async def get_rates(request: Request, group: GroupPath) -> Response:
+    _authorize(request, group, write=False)
     rates = await _store(request).get_rates(group)
     if rates is None:
         raise ApiError("group_not_found", f"group {group!r} has no stored rates.")
@@ -293,6 +306,7 @@ async def evaluate(request: Request) -> Response:
     from app.sim.evaluate import check_names, evaluate as replay_stream
     from app.sim.latency import LatencyModel
 
+    _authorize(request, None, write=False)
     settings = _settings(request)
     req: schemas.EvaluateRequest = _decode(schemas.EvaluateRequest, await _read_body(request, settings.max_body_bytes))
     cells = sum(len(partitions) for measurement in req.stream for partitions in measurement.values())
@@ -309,12 +323,16 @@ async def evaluate(request: Request) -> Response:
     return _json(await asyncio.to_thread(replay_stream, req.stream, req.capacity, req.algorithms, model))
 
 
-@router.get("/healthz", summary="The process is up", responses=_answers("Health"), response_class=Response)
+@router.get("/healthz", summary="The process is up",
+            responses={200: {"description": "OK", "content": {"application/json": {"schema": _ref("Health")}}}},
+            response_class=Response)
 async def healthz() -> Response:
     return _json({"status": "ok"})
 
 
-@router.get("/readyz", summary="Redis answers", responses=_answers("Health", 503), response_class=Response)
+@router.get("/readyz", summary="Redis answers", response_class=Response, responses={
+    200: {"description": "OK", "content": {"application/json": {"schema": _ref("Health")}}},
+    503: {"description": "error", "content": {"application/json": {"schema": _ref("ErrorResponse")}}}})
 async def readyz(request: Request) -> Response:
     await _store(request).ping()
     return _json({"status": "ready"})

@@ -155,7 +155,7 @@ class RatesAck(Struct):
     updated_at: str
 
 
-Measurement = dict[str, dict[str, float]]
+Measurement = dict[Topic, dict[Annotated[str, Meta(pattern=r"^[0-9]{1,10}$")], float]]
 
 
 class LatencyOptions(Struct, forbid_unknown_fields=True, kw_only=True):

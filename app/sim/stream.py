@@ -7,6 +7,7 @@ import random
 from collections.abc import Iterable
 from pathlib import Path
 
+from app.core.errors import AssignmentError
 from app.core.model import PartitionKey
 
 Measurement = dict[str, dict[str, float]]
@@ -38,6 +39,12 @@ def flatten(measurement: Measurement) -> tuple[list[PartitionKey], list[float]]:
     rates: list[float] = []
     for topic, partitions in measurement.items():
         for partition, rate in partitions.items():
+            if not topic or not partition.isdigit():
+                raise AssignmentError(
+                    "invalid_request",
+                    f"a measurement maps topic → {{partition: rate}} with non-empty topics and partitions "
+                    f"written as integers; got topic {topic!r}, partition {partition!r}.",
+                )
             keys.append((topic, int(partition)))
             rates.append(rate)
     return keys, rates

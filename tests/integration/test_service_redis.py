@@ -28,10 +28,10 @@ async def test_racing_leaders_cannot_both_win(live_service):
     async with httpx.AsyncClient(base_url=live_service.url, timeout=30) as client:
         assert (await client.post("/v1/assign", json=body(group))).json()["version"] == 1
         answers = await asyncio.gather(
-            *(client.post("/v1/assign", json=body(group, expected_version=1)) for _ in range(20))
+            *(client.post("/v1/assign", json=body(group, expected_version=1)) for _ in range(50))
         )
         statuses = sorted(a.status_code for a in answers)
-        assert statuses == [200] + [409] * 19
+        assert statuses == [200] + [409] * 49
         assert all(a.json()["error"]["details"]["current_version"] == 2 for a in answers if a.status_code == 409)
         # Without expected_version each request is compare-and-set against the version it read.
         answers = await asyncio.gather(*(client.post("/v1/assign", json=body(group)) for _ in range(10)))
@@ -79,11 +79,11 @@ import sys
 sys.path.insert(0, {str(tmp_path)!r})
 from client import Client
 from client.api.default import assign_v1_assign_post, list_algorithms_v1_algorithms_get
-from client.models import AssignRequest, PartitionRate, AssignResponse
+from client.models import AssignRequest, AssignRequestAlgorithm, PartitionRate, AssignResponse
 api = Client(base_url={live_service.url!r})
 listing = list_algorithms_v1_algorithms_get.sync(client=api)
 assert "mwf" in {{a.name for a in listing.algorithms}}, listing
-request = AssignRequest(algorithm="bfd", capacity=10.0,
+request = AssignRequest(algorithm=AssignRequestAlgorithm("bfd"), capacity=10.0,
                         partitions=[PartitionRate(topic="t", partition=p, rate=4.0) for p in range(5)])
 answer = assign_v1_assign_post.sync(client=api, body=request)
 assert isinstance(answer, AssignResponse), answer
