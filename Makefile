@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench openapi clean
+.PHONY: run test demo demo-check bench openapi clean
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,6 +17,12 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+demo: $(STAMP)
+	$(BIN)/groupfit demo
+
+demo-check: $(STAMP)
+	$(BIN)/groupfit demo --check 240
 
 openapi: $(STAMP)
 	$(BIN)/groupfit openapi --out openapi/openapi.json

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
+import sys
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -162,6 +164,9 @@ def run(args: argparse.Namespace) -> int:
         overrides["redis_url"] = embedded.url
         log.warning("REDIS_URL is not set: started an embedded Redis at %s", embedded.url)
     settings = settings.model_copy(update=overrides)
+    # uvicorn shuts down gracefully on SIGTERM, then re-raises it to the handler found at start: make that
+    # handler an exit, so the embedded server below is stopped too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         uvicorn.run(create_app(settings), host=settings.host, port=settings.port, loop="uvloop", http="httptools",
                     log_level="warning", access_log=False)

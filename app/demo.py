@@ -1,0 +1,229 @@
+"""`groupfit demo`: the whole stack on loopback without Docker, and its parts for docker-compose.
+
+    groupfit demo                  # embedded Redis and Kafka-protocol broker, the API, the rates job on
+                                   # local[2], a producer with skewed changing rates, 3 consumers with the
+                                   # groupfit assignor; a refreshing view; Ctrl-C stops everything
+    groupfit demo --check 180      # the same for at most 180 s; exit 0 once the service has rebalanced
+                                   # the group with rates measured by the job, 1 otherwise
+    python -m app.demo produce …   # the demo producer alone (docker-compose)
+    python -m app.demo consume …   # the demo consumer group alone (docker-compose)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+TOPIC, GROUP, PARTITIONS, RECORD = "demo-events", "demo", 8, 200
+
+
+def target_rates(elapsed: float) -> dict[int, float]:
+    """Skewed bytes/s per partition, drifting over minutes so the group needs rebalancing."""
+    return {p: 400.0 * (0.6 ** p) * (1.4 + math.sin(elapsed / 40 + p)) for p in range(PARTITIONS)}
+
+
+def produce(bootstrap: str, topic: str, stop: threading.Event) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1, "linger.ms": 0})
+    due = dict.fromkeys(range(PARTITIONS), 0.0)
+    began = last = time.monotonic()
+    while not stop.is_set():
+        time.sleep(0.05)
+        now = time.monotonic()
+        for partition, rate in target_rates(now - began).items():
+            due[partition] += rate * (now - last)
+            while due[partition] >= RECORD:
+                producer.produce(topic, value=b"x" * RECORD, partition=partition)
+                due[partition] -= RECORD
+        last = now
+        producer.poll(0)
+    producer.flush(5)
+
+
+def create_topic(bootstrap: str, topic: str) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
+        with contextlib.suppress(Exception):  # already there
+            future.result(30)
+
+
+async def consume(bootstrap: str, topic: str, group: str, service_url: str, members: int, stop: asyncio.Event,
+                  rejoin: asyncio.Event | None = None) -> None:
+    """`members` consumers with the groupfit assignor; when `rejoin` is set, the last one leaves and joins
+    again, which makes the leader ask the service for a new assignment."""
+    from aiokafka import AIOKafkaConsumer
+
+    from groupfit_client.assignor import groupfit_assignor
+
+    def member(i: int) -> AIOKafkaConsumer:
+        assignor = groupfit_assignor(service_url, group, f"consumer-{i}", capacity=1000.0)
+        return AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="latest",
+                                partition_assignment_strategy=(assignor,), session_timeout_ms=6000,
+                                heartbeat_interval_ms=1000)
+
+    consumers = [member(i) for i in range(1, members + 1)]
+    for consumer in consumers:
+        await consumer.start()
+    try:
+        while not stop.is_set():
+            await asyncio.gather(*(c.getmany(timeout_ms=500) for c in consumers))
+            if rejoin is not None and rejoin.is_set():
+                rejoin.clear()
+                await consumers[-1].stop()
+                consumers[-1] = member(members)
+                await consumers[-1].start()
+    finally:
+        for consumer in consumers:
+            await consumer.stop()
+
+
+def view(service_url: str, group: str) -> tuple[str, dict]:
+    """The terminal view: each consumer's partitions and load, the last Rscore, the rebalances."""
+    with httpx.Client(base_url=service_url, timeout=3) as http:
+        state = http.get(f"/v1/groups/{group}")
+        rates = http.get(f"/v1/groups/{group}/rates")
+        history = http.get(f"/v1/groups/{group}/history", params={"limit": 1})
+    facts = {"version": 0, "rates_at": None, "assigned_at": None}
+    lines = [f"groupfit demo — group {group!r}  ({time.strftime('%H:%M:%S')})", ""]
+    rate = {}
+    if rates.status_code == 200:
+        body = rates.json()
+        rate = {(p["topic"], p["partition"]): p["rate"] for p in body["partitions"]}
+        facts["rates_at"] = body["updated_at"]
+        lines.append(f"rates measured by the Spark job, window ending {body['window_end']}")
+    else:
+        lines.append("waiting for the rates job's first complete window…")
+    if state.status_code == 200:
+        body = state.json()
+        facts["version"], facts["assigned_at"] = body["version"], body["updated_at"]
+        last = history.json()["versions"][0] if history.status_code == 200 else {}
+        lines.append(f"rebalances by the service: {body['version']}   last Rscore: {last.get('rscore', 0):.3f}   "
+                     f"capacity: {body['capacity']:g} B/s")
+        lines.append("")
+        for consumer, held in sorted(body["assignment"].items()):
+            load = sum(rate.get((p["topic"], p["partition"]), 0.0) for p in held)
+            parts = ", ".join(str(p["partition"]) for p in held) or "-"
+            lines.append(f"  {consumer:<12} load {load:8.1f} B/s  ({load / body['capacity']:5.0%})  partitions {parts}")
+    else:
+        lines.append("waiting for the group's first assignment…")
+    return "\n".join(lines), facts
+
+
+def run_demo(check_seconds: float | None) -> int:
+    from app.embedded import EmbeddedKafka, EmbeddedRedis, free_port, wait_for_port
+
+    work = Path(tempfile.mkdtemp(prefix="groupfit-demo-"))
+    processes: list[subprocess.Popen] = []
+    stop = threading.Event()
+    with EmbeddedRedis(data_dir=work / "redis") as redis, EmbeddedKafka(log_path=work / "broker.log") as kafka:
+        port = free_port()
+        service_url = f"http://127.0.0.1:{port}"
+        env = {**os.environ, "REDIS_URL": redis.url, "GROUPFIT_PORT": str(port), "GROUPFIT_LOG_LEVEL": "WARNING"}
+        log = open(work / "processes.log", "ab")
+        try:
+            processes.append(subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], env=env, stdout=log, stderr=log))
+            wait_for_port("127.0.0.1", port, 30)
+            create_topic(kafka.bootstrap_servers, TOPIC)
+            processes.append(subprocess.Popen(
+                [sys.executable, "-m", "app.cli", "rates-job", "--bootstrap-servers", kafka.bootstrap_servers,
+                 "--topics", TOPIC, "--consumer-group", GROUP, "--service-url", service_url, "--window-s", "10",
+                 "--slide-s", "2", "--trigger-s", "2", "--master", "local[2]", "--checkpoint-dir", str(work / "checkpoint")],
+                env=env, stdout=log, stderr=log))
+            threading.Thread(target=produce, args=(kafka.bootstrap_servers, TOPIC, stop), daemon=True).start()
+            return asyncio.run(_watch(kafka.bootstrap_servers, service_url, check_seconds))
+        except KeyboardInterrupt:
+            return 0
+        finally:
+            stop.set()
+            for process in processes:
+                process.send_signal(signal.SIGINT if process.args[3:4] == ["rates-job"] else signal.SIGTERM)
+            for process in processes:
+                try:
+                    process.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+            log.close()
+
+
+async def _watch(bootstrap: str, service_url: str, check_seconds: float | None) -> int:
+    stop, rejoin = asyncio.Event(), asyncio.Event()
+    group_task = asyncio.create_task(consume(bootstrap, TOPIC, GROUP, service_url, 3, stop, rejoin))
+    began = time.monotonic()
+    rejoined_after = None
+    tty = sys.stdout.isatty()
+    try:
+        while check_seconds is None or time.monotonic() - began < check_seconds:
+            await asyncio.sleep(2)
+            if group_task.done():
+                group_task.result()
+            try:
+                text, facts = await asyncio.to_thread(view, service_url, GROUP)
+            except httpx.HTTPError as exc:
+                text, facts = f"the service does not answer yet ({exc})", {}
+            print(("\033[2J\033[H" if tty else "\n") + text, flush=True)
+            # Once the job has measured rates, make the group rebalance so the leader asks with them.
+            if facts.get("rates_at") and rejoined_after is None:
+                rejoined_after = facts["rates_at"]
+                rejoin.set()
+            if (check_seconds is not None and rejoined_after and facts.get("assigned_at")
+                    and facts["assigned_at"] > rejoined_after):
+                print(f"\ndemo check passed: the service rebalanced the group (version {facts['version']}) "
+                      "with rates measured by the Spark job", flush=True)
+                return 0
+        print("\ndemo check failed: no rebalance by the service with measured rates in time", flush=True)
+        return 1
+    finally:
+        stop.set()
+        await group_task
+
+
+# -- commands ------------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
+    parser.add_argument("--check", type=float, metavar="SECONDS",
+                        help="run at most this long and exit 0 only if the service rebalanced with measured rates")
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_demo(args.check)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m app.demo")
+    sub = parser.add_subparsers(dest="part", required=True)
+    producer = sub.add_parser("produce")
+    producer.add_argument("--bootstrap-servers", required=True)
+    producer.add_argument("--topic", default=TOPIC)
+    consumer = sub.add_parser("consume")
+    consumer.add_argument("--bootstrap-servers", required=True)
+    consumer.add_argument("--topic", default=TOPIC)
+    consumer.add_argument("--group", default=GROUP)
+    consumer.add_argument("--service-url", required=True)
+    consumer.add_argument("--members", type=int, default=3)
+    args = parser.parse_args()
+    create_topic(args.bootstrap_servers, args.topic)
+    if args.part == "produce":
+        produce(args.bootstrap_servers, args.topic, threading.Event())
+    else:
+        asyncio.run(consume(args.bootstrap_servers, args.topic, args.group, args.service_url, args.members, asyncio.Event()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

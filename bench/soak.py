@@ -1,0 +1,129 @@
+"""Soak: a steady mixed load on a live service for a configurable time at a configurable rate.
+
+Mix per tick: assign without group (60%), assign with group (15%), rates write (10%), group read (10%),
+history read (5%). Prints throughput, p50/p99/max latency, errors and the service's RSS at the start and
+the end. Traffic goes to loopback only; the loop stops by itself.
+
+    .venv/bin/python bench/soak.py --minutes 10 --rate 80        # starts `groupfit serve` itself
+    .venv/bin/python bench/soak.py --url http://127.0.0.1:8000 --pid 1234 --minutes 1 --rate 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from app.embedded import free_port, wait_for_port  # noqa: E402
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def partitions(rng: random.Random, n: int = 200) -> list[dict]:
+    return [{"topic": f"t{j % 4}", "partition": j // 4, "rate": round(rng.uniform(0, 40), 2)} for j in range(n)]
+
+
+async def soak(url: str, seconds: float, rate: float, groups: int) -> tuple[list[float], int, int]:
+    rng = random.Random(5)
+    latencies: list[float] = []
+    errors = 0
+    sent = 0
+    async with httpx.AsyncClient(base_url=url, timeout=10, limits=httpx.Limits(max_connections=64)) as client:
+
+        async def one() -> None:
+            nonlocal errors
+            group = f"soak-{rng.randrange(groups)}"
+            kind = rng.random()
+            started = time.perf_counter()
+            if kind < 0.60:
+                response = await client.post("/v1/assign", json={"algorithm": "mwf", "capacity": 100, "partitions": partitions(rng)})
+            elif kind < 0.75:
+                response = await client.post("/v1/assign", json={"algorithm": "mwf", "capacity": 100, "group": group,
+                                                                 "partitions": partitions(rng)})
+                if response.status_code == 409:  # a racing writer won: expected, not an error
+                    response = httpx.Response(200)
+            elif kind < 0.85:
+                response = await client.put(f"/v1/groups/{group}/rates",
+                                            json={"partitions": partitions(rng), "window_end": "2026-11-22T10:00:00Z"})
+            elif kind < 0.95:
+                response = await client.get(f"/v1/groups/{group}")
+            else:
+                response = await client.get(f"/v1/groups/{group}/history", params={"limit": 10})
+            latencies.append(time.perf_counter() - started)
+            if response.status_code >= 500 or (response.status_code >= 400 and response.status_code != 404):
+                errors += 1
+
+        tasks = set()
+        began = time.perf_counter()
+        while (elapsed := time.perf_counter() - began) < seconds:
+            due = int(elapsed * rate) + 1 - sent
+            for _ in range(max(0, due)):
+                task = asyncio.create_task(one())
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+                sent += 1
+            await asyncio.sleep(0.005)
+        await asyncio.gather(*tasks)
+    return latencies, errors, sent
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--url")
+    parser.add_argument("--pid", type=int, help="the service's pid, to read its memory (with --url)")
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--rate", type=float, default=80.0, help="requests per second")
+    parser.add_argument("--groups", type=int, default=20)
+    args = parser.parse_args()
+    service, url, pid = None, args.url, args.pid
+    if url is None:
+        port = free_port()
+        env = {**os.environ, "GROUPFIT_PORT": str(port), "GROUPFIT_LOG_LEVEL": "WARNING",
+               "GROUPFIT_DATA_DIR": str(ROOT / ".groupfit" / "soak")}
+        service = subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], env=env, cwd=ROOT)
+        wait_for_port("127.0.0.1", port, 30)
+        url, pid = f"http://127.0.0.1:{port}", service.pid
+    try:
+        asyncio.run(soak(url, 5, args.rate, args.groups))  # warm-up, not counted
+        start_rss = rss_mb(pid) if pid else float("nan")
+        latencies, errors, sent = asyncio.run(soak(url, args.minutes * 60, args.rate, args.groups))
+        end_rss = rss_mb(pid) if pid else float("nan")
+        ordered = sorted(latencies)
+        print(json.dumps({
+            "seconds": args.minutes * 60,
+            "target_rate": args.rate,
+            "throughput": round(len(latencies) / (args.minutes * 60), 1),
+            "requests": sent,
+            "errors": errors,
+            "p50_ms": round(statistics.median(ordered) * 1e3, 2),
+            "p99_ms": round(ordered[int(0.99 * (len(ordered) - 1))] * 1e3, 2),
+            "max_ms": round(ordered[-1] * 1e3, 2),
+            "rss_start_mb": round(start_rss, 1),
+            "rss_end_mb": round(end_rss, 1),
+            "rss_growth_percent": round((end_rss / start_rss - 1) * 100, 1) if start_rss == start_rss else None,
+        }, indent=2))
+    finally:
+        if service is not None:
+            service.terminate()
+            service.wait(timeout=15)
+
+
+if __name__ == "__main__":
+    main()

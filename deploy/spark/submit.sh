@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Submit the rates job to a Spark cluster. The groupfit wheel must be importable by the executors:
+# ship it with --py-files (built by `pip wheel . -w dist`) or bake it into the Spark image.
+# Every option of `groupfit rates-job` works here; they also read GROUPFIT_RATES_* variables.
+set -euo pipefail
+: "${SPARK_MASTER:?set SPARK_MASTER, e.g. spark://spark-master:7077 or k8s://https://kubernetes.default.svc}"
+exec spark-submit \
+  --master "$SPARK_MASTER" \
+  --deploy-mode "${SPARK_DEPLOY_MODE:-cluster}" \
+  --name groupfit-rates \
+  --packages org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.1 \
+  --py-files "${GROUPFIT_WHEEL:-dist/groupfit-0.1.0-py3-none-any.whl}" \
+  --conf spark.sql.shuffle.partitions=8 \
+  "$(dirname "$0")/rates_job.py" --source kafka "$@"
