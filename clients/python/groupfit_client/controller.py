@@ -1,0 +1,296 @@
+"""Controller mode (Landau et al. §V): groupfit decides how many consumers a group has and which partitions
+each reads, and the controller moves partitions so that no two consumers ever read one partition at once.
+
+- `ControlledConsumer` wraps a confluent-kafka Consumer with manual, incremental assignment. Between batches
+  it applies commands from the control topic and acknowledges them: `stop` (commit, then unassign), `start`
+  (assign from the committed offset), `sync` (report what it reads).
+- `Controller` runs sentinel → reassign → group management (§V-C): it reads the group's rates, asks
+  POST /v1/assign when a consumer is over capacity, a partition is unowned or the period has passed, and
+  applies the answer: for each moved partition, stop on the old consumer, wait for its acknowledgement, then
+  start on the new one. Consumers the answer needs are created, empty ones deleted, through a
+  `ConsumerProcesses` implementation (`LocalProcesses` here; Kubernetes at deploy time).
+- After a restart the controller first rebuilds the group's real state by asking every consumer (the
+  Synchronize state) before it acts.
+
+    python -m groupfit_client.controller consumer --id c0 --bootstrap … --topic … --group … [--record-log F]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import subprocess
+import sys
+import time
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+from groupfit_client.http import GroupfitClient
+
+log = logging.getLogger("groupfit.controller")
+
+TopicPartition = tuple[str, int]
+
+
+def _control_consumer(bootstrap: str, control_topic: str) -> Any:
+    """A reader of the control topic from its current end, resolved now: a command or reply sent after
+    this call is never missed."""
+    from confluent_kafka import Consumer, TopicPartition as KafkaTP
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"control-{uuid.uuid4().hex}",
+                         "enable.auto.commit": False})
+    _, end = consumer.get_watermark_offsets(KafkaTP(control_topic, 0), timeout=10)
+    consumer.assign([KafkaTP(control_topic, 0, end)])
+    return consumer
+
+
+def _producer(bootstrap: str) -> Any:
+    from confluent_kafka import Producer
+
+    # One record per request: the embedded test broker miscounts multi-record batches.
+    return Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1, "linger.ms": 0})
+
+
+class ControlledConsumer:
+    def __init__(self, consumer_id: str, bootstrap: str, topic: str, group: str, control_topic: str,
+                 handle: Callable[[Any], None]) -> None:
+        from confluent_kafka import Consumer
+
+        self.id, self.topic, self.control_topic, self.handle = consumer_id, topic, control_topic, handle
+        self.data = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                              "auto.offset.reset": "earliest"})
+        self.control = _control_consumer(bootstrap, control_topic)
+        self.producer = _producer(bootstrap)
+        self.owned: set[TopicPartition] = set()
+
+    def run(self, seconds: float | None = None) -> None:
+        self._send({"type": "hello", "consumer": self.id})
+        deadline = None if seconds is None else time.monotonic() + seconds
+        while deadline is None or time.monotonic() < deadline:
+            handled = 0
+            for message in self.data.consume(num_messages=100, timeout=0.2) if self.owned else []:
+                if message.error() is None:
+                    self.handle(message)
+                    handled += 1
+            if handled:
+                self.data.commit(asynchronous=False)
+            else:
+                time.sleep(0.05 if self.owned else 0.2)
+            self._apply_commands()
+
+    def _kafka_partitions(self, partitions: set[TopicPartition]) -> list[Any]:
+        from confluent_kafka import TopicPartition as KafkaTP
+
+        return [KafkaTP(t, p) for t, p in sorted(partitions)]
+
+    def _apply_commands(self) -> None:
+        for message in self.control.consume(num_messages=50, timeout=0.05):
+            if message.error() is not None:
+                continue
+            command = json.loads(message.value())
+            if command.get("consumer") != self.id or command["type"] not in ("stop", "start", "sync"):
+                continue
+            partitions = {(t, p) for t, p in command.get("partitions", [])}
+            if command["type"] == "stop" and partitions & self.owned:
+                stopping = partitions & self.owned
+                positions = self.data.position(self._kafka_partitions(stopping))
+                committable = [tp for tp in positions if tp.offset >= 0]
+                if committable:
+                    self.data.commit(offsets=committable, asynchronous=False)  # the next owner starts here
+                self.data.incremental_unassign(self._kafka_partitions(stopping))
+                self.owned -= stopping
+            elif command["type"] == "start" and partitions - self.owned:
+                starting = partitions - self.owned
+                from confluent_kafka import OFFSET_BEGINNING, TopicPartition as KafkaTP
+
+                committed = self.data.committed(self._kafka_partitions(starting), timeout=10)
+                self.data.incremental_assign([KafkaTP(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING)
+                                              for tp in committed])
+                self.owned |= starting
+            self._send({"type": "ack" if command["type"] != "sync" else "state", "consumer": self.id,
+                        "command_id": command.get("command_id"), "partitions": sorted(self.owned)})
+
+    def _send(self, body: dict[str, Any]) -> None:
+        self.producer.produce(self.control_topic, value=json.dumps(body).encode(), partition=0)
+        self.producer.flush(10)
+
+    def close(self) -> None:
+        self.data.close()
+        self.control.close()
+
+
+class ConsumerProcesses(ABC):
+    """Creates and deletes the group's consumers (a local process each here; pods in Kubernetes)."""
+
+    @abstractmethod
+    def create(self, consumer_id: str) -> None: ...
+
+    @abstractmethod
+    def delete(self, consumer_id: str) -> None: ...
+
+    @abstractmethod
+    def running(self) -> list[str]: ...
+
+
+class LocalProcesses(ConsumerProcesses):
+    def __init__(self, bootstrap: str, topic: str, group: str, control_topic: str, record_log: str | None = None) -> None:
+        self.args = ["--bootstrap", bootstrap, "--topic", topic, "--group", group, "--control-topic", control_topic]
+        if record_log:
+            self.args += ["--record-log", record_log]
+        self.processes: dict[str, subprocess.Popen] = {}
+
+    def create(self, consumer_id: str) -> None:
+        self.processes[consumer_id] = subprocess.Popen(
+            [sys.executable, "-m", "groupfit_client.controller", "consumer", "--id", consumer_id, *self.args])
+
+    def delete(self, consumer_id: str) -> None:
+        process = self.processes.pop(consumer_id, None)
+        if process is not None:
+            process.terminate()
+            process.wait(timeout=15)
+
+    def running(self) -> list[str]:
+        return sorted(c for c, p in self.processes.items() if p.poll() is None)
+
+
+class Controller:
+    def __init__(self, service: GroupfitClient, bootstrap: str, topic: str, group: str, control_topic: str,
+                 processes: ConsumerProcesses, capacity: float, algorithm: str = "mwf", period_s: float = 60.0,
+                 ack_timeout_s: float = 30.0) -> None:
+        self.service, self.topic, self.group, self.control_topic = service, topic, group, control_topic
+        self.processes, self.capacity, self.algorithm = processes, capacity, algorithm
+        self.period_s, self.ack_timeout_s = period_s, ack_timeout_s
+        self.control = _control_consumer(bootstrap, control_topic)
+        self.producer = _producer(bootstrap)
+        self.state: dict[str, set[TopicPartition]] = {}  # what each consumer really reads
+        self.last_reassign = 0.0
+
+    # -- Synchronize ----------------------------------------------------------------------
+    def synchronize(self) -> None:
+        """Ask every running consumer what it reads (after a controller restart, before acting)."""
+        consumers = self.processes.running()
+        self.state = {c: set() for c in consumers}
+        answered = self._command_all("sync", {c: [] for c in consumers}, "state")
+        for consumer, partitions in answered.items():
+            self.state[consumer] = {(t, p) for t, p in partitions}
+
+    # -- Sentinel -------------------------------------------------------------------------
+    def needs_reassign(self, rates: dict[TopicPartition, float]) -> bool:
+        owned = {tp for held in self.state.values() for tp in held}
+        overloaded = any(sum(rates.get(tp, 0.0) for tp in held) > self.capacity for held in self.state.values())
+        return overloaded or bool(set(rates) - owned) or time.monotonic() - self.last_reassign > self.period_s
+
+    # -- Reassign and group management ----------------------------------------------------
+    def step(self) -> bool:
+        """One sentinel → reassign → group management round; True if the assignment changed."""
+        stored = self.service.rates(self.group)
+        rates = {(p["topic"], p["partition"]): p["rate"] for p in stored["partitions"]}
+        if not self.needs_reassign(rates):
+            return False
+        answer = self.service.assign_idempotent({
+            "algorithm": self.algorithm, "capacity": self.capacity, "group": self.group,
+            "partitions": [{"topic": t, "partition": p, "rate": r} for (t, p), r in sorted(rates.items())],
+            "previous": {c: [{"topic": t, "partition": p} for t, p in sorted(held)] for c, held in self.state.items() if held},
+        })
+        self.last_reassign = time.monotonic()
+        return self.apply({c: {(p["topic"], p["partition"]) for p in held} for c, held in answer["assignment"].items()})
+
+    def apply(self, target: dict[str, set[TopicPartition]]) -> bool:
+        """Move to `target` with stop → acknowledge → start, creating and deleting consumers as needed."""
+        for consumer in sorted(set(target) - set(self.processes.running())):
+            self.processes.create(consumer)
+            self._wait_for_hello(consumer)
+            self.state.setdefault(consumer, set())
+        owner = {tp: c for c, held in self.state.items() for tp in held}
+        stops: dict[str, list[TopicPartition]] = {}
+        starts: dict[str, list[TopicPartition]] = {}
+        for consumer, held in target.items():
+            for tp in held:
+                if owner.get(tp) != consumer:
+                    if tp in owner:
+                        stops.setdefault(owner[tp], []).append(tp)
+                    starts.setdefault(consumer, []).append(tp)
+        if stops:
+            for consumer, partitions in self._command_all("stop", stops, "ack").items():
+                self.state[consumer] = {(t, p) for t, p in partitions}
+        if starts:
+            for consumer, partitions in self._command_all("start", starts, "ack").items():
+                self.state[consumer] = {(t, p) for t, p in partitions}
+        for consumer in sorted(c for c, held in self.state.items() if not held and c not in target):
+            self.processes.delete(consumer)
+            del self.state[consumer]
+        return bool(stops or starts)
+
+    def _command_all(self, kind: str, partitions: dict[str, list], reply: str) -> dict[str, list]:
+        pending = {}
+        for consumer, parts in partitions.items():
+            command_id = uuid.uuid4().hex
+            pending[command_id] = consumer
+            body = {"type": kind, "consumer": consumer, "command_id": command_id, "partitions": sorted(parts)}
+            self.producer.produce(self.control_topic, value=json.dumps(body).encode(), partition=0)
+        self.producer.flush(10)
+        answered: dict[str, list] = {}
+        deadline = time.monotonic() + self.ack_timeout_s
+        while pending and time.monotonic() < deadline:
+            for message in self.control.consume(num_messages=50, timeout=0.2):
+                if message.error() is not None:
+                    continue
+                body = json.loads(message.value())
+                if body.get("type") == reply and body.get("command_id") in pending:
+                    answered[pending.pop(body["command_id"])] = body["partitions"]
+        if pending:
+            raise TimeoutError(f"no {reply} from {sorted(pending.values())} within {self.ack_timeout_s} s")
+        return answered
+
+    def _wait_for_hello(self, consumer: str) -> None:
+        deadline = time.monotonic() + self.ack_timeout_s
+        while time.monotonic() < deadline:
+            for message in self.control.consume(num_messages=50, timeout=0.2):
+                if message.error() is None and json.loads(message.value()) == {"type": "hello", "consumer": consumer}:
+                    return
+        raise TimeoutError(f"consumer {consumer} did not start within {self.ack_timeout_s} s")
+
+    def run(self, interval_s: float = 5.0) -> None:
+        self.synchronize()
+        while True:
+            try:
+                self.step()
+            except Exception as exc:  # noqa: BLE001 - the loop survives a failed round; the next retries
+                log.warning("controller round failed: %s", exc)
+            time.sleep(interval_s)
+
+
+def _consumer_main(args: argparse.Namespace) -> None:
+    log_file = open(args.record_log, "a", buffering=1) if args.record_log else None
+
+    def handle(message: Any) -> None:
+        if log_file is not None:
+            log_file.write(f"{message.topic()} {message.partition()} {message.offset()} {args.id}\n")
+
+    consumer = ControlledConsumer(args.id, args.bootstrap, args.topic, args.group, args.control_topic, handle)
+    try:
+        consumer.run()
+    finally:
+        consumer.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m groupfit_client.controller")
+    sub = parser.add_subparsers(dest="role", required=True)
+    consumer = sub.add_parser("consumer", help="a consumer the controller commands")
+    consumer.add_argument("--id", required=True)
+    consumer.add_argument("--bootstrap", required=True)
+    consumer.add_argument("--topic", required=True)
+    consumer.add_argument("--group", required=True)
+    consumer.add_argument("--control-topic", required=True)
+    consumer.add_argument("--record-log", help="append 'topic partition offset consumer' per record read")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO)
+    _consumer_main(args)
+
+
+if __name__ == "__main__":
+    main()
