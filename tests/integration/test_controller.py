@@ -46,6 +46,14 @@ def test_controller_moves_partitions_without_loss_or_double_reads(kafka_broker, 
     writer = threading.Thread(target=produce)
     writer.start()
     try:
+        check_moves(controller, processes, service, bootstrap, topic, control, group, stop, writer, produced, record_log)
+    finally:
+        stop.set()
+        processes.close()
+
+
+def check_moves(controller, processes, service, bootstrap, topic, control, group, stop, writer, produced, record_log):
+    try:
         controller.synchronize()
         assert controller.step()  # partitions unowned: the first assignment starts consumers
         first = {c: set(held) for c, held in controller.state.items()}
@@ -81,5 +89,4 @@ def test_controller_moves_partitions_without_loss_or_double_reads(kafka_broker, 
         readers = {(int(p), c) for _, p, _, c in reads}
         assert any(len({c for p2, c in readers if p2 == p}) > 1 for p in range(4)), "no partition moved"
     finally:
-        for consumer in processes.running():
-            processes.delete(consumer)
+        processes.close()

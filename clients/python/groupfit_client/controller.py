@@ -143,6 +143,7 @@ class LocalProcesses(ConsumerProcesses):
         self.processes: dict[str, subprocess.Popen] = {}
 
     def create(self, consumer_id: str) -> None:
+        self.delete(consumer_id)  # one process per id, even if an earlier one died
         self.processes[consumer_id] = subprocess.Popen(
             [sys.executable, "-m", "groupfit_client.controller", "consumer", "--id", consumer_id, *self.args])
 
@@ -154,6 +155,10 @@ class LocalProcesses(ConsumerProcesses):
 
     def running(self) -> list[str]:
         return sorted(c for c, p in self.processes.items() if p.poll() is None)
+
+    def close(self) -> None:
+        for consumer in list(self.processes):
+            self.delete(consumer)
 
 
 class Controller:
