@@ -9,20 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from app.embedded import free_port, wait_for_port  # noqa: E402
-from groupfit_client.assignor import groupfit_assignor  # noqa: E402
+from groupfit_client.assignor import groupfit_assignor
+from live import service_at
 
 
 class Cluster:
@@ -47,15 +40,7 @@ def main() -> None:
     parser.add_argument("--url")
     parser.add_argument("--runs", type=int, default=50)
     args = parser.parse_args()
-    service, url = None, args.url
-    if url is None:
-        port = free_port()
-        env = {**os.environ, "GROUPFIT_PORT": str(port), "GROUPFIT_LOG_LEVEL": "WARNING",
-               "GROUPFIT_DATA_DIR": str(ROOT / ".groupfit" / "bench")}
-        service = subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], env=env, cwd=ROOT)
-        wait_for_port("127.0.0.1", port, 30)
-        url = f"http://127.0.0.1:{port}"
-    try:
+    with service_at(args.url) as (url, _):
         cluster = Cluster({f"topic-{t}": 125 for t in range(8)})
         members = {f"member-{i}": ConsumerProtocolMemberMetadata(0, sorted(cluster.topics), json.dumps({"id": f"c{i}"}).encode())
                    for i in range(20)}
@@ -71,10 +56,6 @@ def main() -> None:
             ordered = sorted(values)
             p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
             print(f"{name:<26} p50 {statistics.median(values) * 1e3:7.1f} ms   p99 {p99 * 1e3:7.1f} ms   ({len(values)} rebalances)")
-    finally:
-        if service is not None:
-            service.terminate()
-            service.wait(timeout=15)
 
 
 if __name__ == "__main__":

@@ -16,19 +16,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
 import statistics
-import subprocess
-import sys
 import time
-from pathlib import Path
 from urllib.parse import urlparse
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from app.embedded import free_port, wait_for_port  # noqa: E402
+from live import service_at
 
 
 def assign_body(partitions: int, seed: int = 3) -> bytes:
@@ -105,16 +98,7 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=1000)
     parser.add_argument("--large", type=int, default=100_000, help="partitions of the end-to-end request (0: skip)")
     args = parser.parse_args()
-    service = None
-    url = args.url
-    if url is None:
-        port = free_port()
-        env = {**os.environ, "GROUPFIT_PORT": str(port), "GROUPFIT_LOG_LEVEL": "WARNING",
-               "GROUPFIT_DATA_DIR": str(ROOT / ".groupfit" / "bench")}
-        service = subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], env=env, cwd=ROOT)
-        wait_for_port("127.0.0.1", port, 30)
-        url = f"http://127.0.0.1:{port}"
-    try:
+    with service_at(args.url) as (url, _):
         body = assign_body(args.partitions)
         asyncio.run(load(url, body, 1, 1.0))  # warm-up
         print(f"POST /v1/assign, {args.partitions} partitions (MWF), {len(body) / 1e3:.0f} kB per request")
@@ -133,10 +117,6 @@ def main() -> None:
                 times.append(elapsed)
             print(f"one request of {args.large} partitions ({len(large) / 1e6:.1f} MB): "
                   f"median {statistics.median(times) * 1e3:.0f} ms end to end (of {[round(t * 1e3) for t in times]})")
-    finally:
-        if service is not None:
-            service.terminate()
-            service.wait(timeout=15)
 
 
 if __name__ == "__main__":

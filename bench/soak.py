@@ -13,27 +13,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
 import statistics
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from app.embedded import free_port, wait_for_port  # noqa: E402
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+from live import rss_mb, service_at
 
 
 def partitions(rng: random.Random, n: int = 200) -> list[dict]:
@@ -92,15 +78,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=80.0, help="requests per second")
     parser.add_argument("--groups", type=int, default=20)
     args = parser.parse_args()
-    service, url, pid = None, args.url, args.pid
-    if url is None:
-        port = free_port()
-        env = {**os.environ, "GROUPFIT_PORT": str(port), "GROUPFIT_LOG_LEVEL": "WARNING",
-               "GROUPFIT_DATA_DIR": str(ROOT / ".groupfit" / "soak")}
-        service = subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], env=env, cwd=ROOT)
-        wait_for_port("127.0.0.1", port, 30)
-        url, pid = f"http://127.0.0.1:{port}", service.pid
-    try:
+    with service_at(args.url, args.pid) as (url, pid):
         asyncio.run(soak(url, 5, args.rate, args.groups))  # warm-up, not counted
         start_rss = rss_mb(pid) if pid else float("nan")
         latencies, errors, sent = asyncio.run(soak(url, args.minutes * 60, args.rate, args.groups))
@@ -119,10 +97,6 @@ def main() -> None:
             "rss_end_mb": round(end_rss, 1),
             "rss_growth_percent": round((end_rss / start_rss - 1) * 100, 1) if start_rss == start_rss else None,
         }, indent=2))
-    finally:
-        if service is not None:
-            service.terminate()
-            service.wait(timeout=15)
 
 
 if __name__ == "__main__":

@@ -104,7 +104,7 @@ def place(problem: Problem, params: ExactParams) -> Placement:
     phase1_optimal = status == cp_model.OPTIMAL
     # Phase 2: with that many consumers, the least migrated rate (Rscore · C).
     model.ClearHints()
-    for (j, b), var in x.items():
+    for var in x.values():
         model.AddHint(var, solver.Value(var))
     model.Add(sum(used) == consumers)
     owner = problem.previous_owner
