@@ -89,8 +89,9 @@ def measure(args: argparse.Namespace, bootstrap: str, url: str, service_pid: int
         silent.set()
         changed = time.monotonic()
         while time.monotonic() - changed < 4 * args.window_s + 30:
-            stored = httpx.get(f"{url}/v1/groups/bench/rates", timeout=5).json()
-            if next(p["rate"] for p in stored["partitions"] if p["partition"] == 0) == 0:
+            stored = httpx.get(f"{url}/v1/groups/bench/rates", timeout=5)
+            rates = {p["partition"]: p["rate"] for p in stored.json()["partitions"]} if stored.status_code == 200 else {}
+            if rates.get(0, 1.0) == 0:
                 delay = time.monotonic() - changed
                 break
             time.sleep(0.5)
@@ -100,6 +101,8 @@ def measure(args: argparse.Namespace, bootstrap: str, url: str, service_pid: int
         query.stop()
         spark.stop()
     elapsed = time.monotonic() - began
+    if not rows:
+        raise SystemExit("the job processed no batch in time: is the machine busy?")
     print(f"produced {produced[0]} records of {args.record_bytes} B in {elapsed:.0f} s "
           f"({produced[0] / elapsed:.0f} records/s offered)")
     print(f"job: {statistics.median(rows):.0f} records/s processed (median of {len(rows)} batches), "
