@@ -95,7 +95,15 @@ def place(problem: Problem, params: LeastLoadedParams) -> Placement:
 
     def pack(lag_values: Sequence[float], f: float) -> list[list[int]]:
         rate_cap, lag_cap = mu * f, mu * params.w_sla * f
-        start = max(math.ceil(sum(rates) / rate_cap - 1e-9), math.ceil(sum(lag_values) / lag_cap - 1e-9), 1)
+        # Start from a lower bound so the restarts are few: the total over the capacity, and the partitions
+        # above half the capacity in one dimension (no two of them can share a consumer).
+        start = max(
+            math.ceil(sum(rates) / rate_cap - 1e-9),
+            math.ceil(sum(lag_values) / lag_cap - 1e-9),
+            sum(1 for rate in rates if rate > rate_cap / 2),
+            sum(1 for lag in lag_values if lag > lag_cap / 2),
+            1,
+        )
         return least_loaded(rates, lag_values, order, rate_cap, lag_cap, start)
 
     current = {c: held for c, held in problem.previous_indices.items() if held}
