@@ -34,6 +34,7 @@ def main() -> None:
     parser.add_argument("--window-s", type=int, default=10)
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--record-bytes", type=int, default=500)
+    parser.add_argument("--offered", type=float, default=2000, help="records/s the producer offers (0: as fast as it can)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="groupfit-bench-pipeline-"))
     with EmbeddedRedis(data_dir=work / "redis") as redis, EmbeddedKafka(log_path=work / "broker.log") as kafka:
@@ -61,7 +62,11 @@ def measure(args: argparse.Namespace, bootstrap: str, url: str, service_pid: int
         producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1, "linger.ms": 0,
                              "queue.buffering.max.messages": 1_000_000})
         value = b"x" * args.record_bytes
+        sent_at = time.monotonic()
         while not stop.is_set():
+            if args.offered:
+                sent_at += args.partitions / args.offered
+                time.sleep(max(0.0, sent_at - time.monotonic()))
             for partition in range(args.partitions):
                 if partition == 0 and silent.is_set():
                     continue
