@@ -38,9 +38,16 @@ def test_sync_client_round_trip(live_service):
 
 
 async def test_async_client(live_service):
+    group = f"async-{uuid.uuid4().hex[:6]}"
     async with AsyncGroupfitClient(live_service.url) as client:
         answer = await client.assign(REQUEST)
         assert answer["lower_bound"] == 2
+        assert "bfd" in {a["name"] for a in await client.algorithms()}
+        assert (await client.assign_idempotent({**REQUEST, "group": group}))["version"] == 1
+        assert (await client.history(group))[0]["version"] == 1
+        await client.put_rates(group, [{"topic": "t", "partition": 0, "rate": 1.0}], "2026-11-22T10:00:00Z")
+        assert (await client.rates(group))["partitions"][0]["rate"] == 1.0
+        await client.delete_group(group)
         with pytest.raises(GroupfitError) as error:
             await client.assign({**REQUEST, "algorithm": "nope"})
         assert error.value.code == "unknown_algorithm"

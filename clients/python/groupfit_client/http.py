@@ -144,8 +144,20 @@ class AsyncGroupfitClient:
         method, path, params, headers, safe = _Calls.assign(request, dense, idempotency_key)
         return await self._call(method, path, safe, json=request, params=params, headers=headers)
 
+    async def assign_idempotent(self, request: dict[str, Any], dense: bool = False) -> dict[str, Any]:
+        return await self.assign(request, dense, idempotency_key=uuid.uuid4().hex)
+
+    async def algorithms(self) -> list[dict[str, Any]]:
+        return (await self._call("GET", "/v1/algorithms", True))["algorithms"]
+
     async def group(self, group: str) -> dict[str, Any]:
         return await self._call("GET", f"/v1/groups/{group}", True)
+
+    async def history(self, group: str, limit: int = 100) -> list[dict[str, Any]]:
+        return (await self._call("GET", f"/v1/groups/{group}/history", True, params={"limit": limit}))["versions"]
+
+    async def delete_group(self, group: str) -> None:
+        await self._call("DELETE", f"/v1/groups/{group}", True)
 
     async def rates(self, group: str) -> dict[str, Any]:
         return await self._call("GET", f"/v1/groups/{group}/rates", True)
