@@ -189,20 +189,20 @@ async def assign(
     answer["version"] = None
     if group and not req.dry_run:
         expected = req.expected_version if req.expected_version is not None else (stored.version if stored else 0)
-        keys = outcome.problem.keys
+        keys, updated_at = outcome.problem.keys, _now()
         written, version = await store.write_version(
             group,
             expected,
             outcome.algorithm,
             outcome.problem.capacity,
             {c: [keys[j] for j in held] for c, held in outcome.assignment.items()},
-            _now(),
+            updated_at,
             {
                 "algorithm": outcome.algorithm,
                 "rscore": outcome.rscore,
                 "consumer_count": outcome.consumer_count,
                 "moves_count": len(outcome.moved),
-                "updated_at": _now(),
+                "updated_at": updated_at,
             },
             Replay(idempotency_key, fingerprint, _encode(answer)) if idempotency_key else None,
         )
