@@ -9,7 +9,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from groupfit_client import AsyncGroupfitClient, GroupfitClient, GroupfitError
 
 ROOT = Path(__file__).resolve().parents[2]

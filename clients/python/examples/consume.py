@@ -11,7 +11,6 @@ import asyncio
 import logging
 
 from aiokafka import AIOKafkaConsumer
-
 from groupfit_client.assignor import groupfit_assignor
 
 

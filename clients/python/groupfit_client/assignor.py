@@ -1,16 +1,19 @@
 """A partition assignor for aiokafka that asks groupfit at rebalance time (Ezzeddine et al.: the consumer
 leader asks the controller for the assignment).
 
-Every member sends its stable identity (and optionally its capacity) as subscription user data. The
-leader sends the members, the subscribed partitions with their rates (the service's stored rates for the
-group, or a callable's) and the group to POST /v1/assign, and turns the answer, keyed by identity, into the
-group protocol's assignment keyed by member id. Identities are stable (group.instance.id or configured),
-so the service's stickiness survives restarts. If the service does not answer within the deadline or
-errors, the leader assigns locally (balanced counts, keeping last owners) and logs it: a rebalance never
-fails because groupfit is down.
+Every member sends, as subscription user data, its stable identity, optionally its capacity, and the
+partitions it read in the last generation. The leader sends the members, the subscribed partitions with
+their rates (the service's stored rates for the group, or a callable's) and the group to POST /v1/assign,
+and turns the answer, keyed by identity, into the group protocol's assignment keyed by member id.
+Identities are stable (group.instance.id or configured), so the service's stickiness survives restarts.
+If the service does not answer within the deadline, errors, or gives an answer that does not fit the
+group, the leader assigns locally (balanced counts, keeping the partitions members report reading) and
+logs it: a rebalance never fails because groupfit is down.
 
-aiokafka's assignors are classes with classmethods, so `groupfit_assignor(...)` makes one per
-configuration.
+The service packs uniform bins, so when members advertise capacities the leader asks with the smallest
+one (every member can then carry what it is given); otherwise with the configured capacity.
+
+aiokafka's assignors are classes with classmethods, so `groupfit_assignor(...)` makes one per member.
 """
 
 from __future__ import annotations
@@ -19,16 +22,45 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-import httpx
 from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
-from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
+from aiokafka.coordinator.protocol import (
+    ConsumerProtocolMemberAssignment,
+    ConsumerProtocolMemberMetadata,
+)
+
+from groupfit_client.http import GroupfitClient, GroupfitError
 
 log = logging.getLogger("groupfit.assignor")
 
 TopicPartition = tuple[str, int]
 RatesFn = Callable[[list[TopicPartition]], Mapping[TopicPartition, float]]
+
+
+class UnusableAnswer(Exception):
+    """The service could not give an assignment this group can use; the leader assigns locally."""
+
+
+@dataclass(frozen=True)
+class Member:
+    """What a member says about itself in its subscription user data."""
+
+    identity: str
+    capacity: float | None
+    owned: frozenset[TopicPartition]
+    generation: int  # the assignor generation of `owned`; the newest claim wins a conflict
+
+    @classmethod
+    def decode(cls, member_id: str, meta: ConsumerProtocolMemberMetadata) -> Member:
+        try:
+            data = json.loads(meta.user_data)
+            capacity = data.get("capacity")
+            return cls(str(data["id"]), float(capacity) if capacity else None,
+                       frozenset((t, p) for t, p in data.get("owned", ())), int(data.get("generation", -1)))
+        except (ValueError, KeyError, TypeError):
+            return cls(member_id, None, frozenset(), -1)  # no groupfit metadata: known by its member id
 
 
 def groupfit_assignor(
@@ -42,83 +74,124 @@ def groupfit_assignor(
     member_capacity: float | None = None,
 ) -> type[AbstractPartitionAssignor]:
     """An assignor class for this member. `capacity` is C for the leader's request (same unit as the
-    rates); `rates` maps partitions to their rates (default: the service's stored rates for `group`)."""
+    rates) unless members advertise theirs (`member_capacity`); `rates` maps partitions to their rates
+    (default: the service's stored rates for `group`)."""
 
     class GroupfitAssignor(AbstractPartitionAssignor):
         name = "groupfit"
         version = 0
-        last_owner: dict[TopicPartition, str] = {}  # the leader's last answer, for the local fallback
-        last_source = ""  # "service" or "fallback": how the last assignment was made
+        owned: ClassVar[list[TopicPartition]] = []  # this member's partitions in the last generation
+        generation: ClassVar[int] = -1
+        last_source: ClassVar[str] = ""  # "service" or "fallback": how this member, as leader, last assigned
 
         @classmethod
         def metadata(cls, topics: Iterable[str]) -> ConsumerProtocolMemberMetadata:
-            user_data = {"id": identity, **({"capacity": member_capacity} if member_capacity else {})}
+            user_data: dict[str, Any] = {"id": identity, "owned": cls.owned, "generation": cls.generation}
+            if member_capacity:
+                user_data["capacity"] = member_capacity
             return ConsumerProtocolMemberMetadata(cls.version, sorted(topics), json.dumps(user_data).encode())
 
         @classmethod
         def on_assignment(cls, assignment: ConsumerProtocolMemberAssignment) -> None:
-            pass
+            cls.owned = sorted((t, p) for t, ps in assignment.assignment for p in ps)
+            try:
+                cls.generation = int(json.loads(assignment.user_data)["generation"])
+            except (ValueError, KeyError, TypeError):
+                cls.generation = -1
 
         @classmethod
         def assign(cls, cluster: Any, members: Mapping[str, ConsumerProtocolMemberMetadata]) -> dict[str, ConsumerProtocolMemberAssignment]:
-            identities = {member_id: _identity(member_id, meta) for member_id, meta in members.items()}
+            decoded = _distinct({member_id: Member.decode(member_id, meta) for member_id, meta in members.items()})
+            identities = sorted(m.identity for m in decoded.values())
             topics = sorted({t for meta in members.values() for t in meta.subscription})
             partitions = [(t, p) for t in topics for p in sorted(cluster.partitions_for_topic(t) or ())]
+            advertised = [m.capacity for m in decoded.values() if m.capacity]
             started = time.perf_counter()
             try:
-                owner = cls._ask_service(identities, partitions)
+                owner = _ask_service(service_url, group, algorithm, min(advertised, default=capacity), deadline_s,
+                                     rates, identities, partitions)
                 cls.last_source = "service"
             except Exception as exc:  # noqa: BLE001 - any failure falls back; the rebalance must go on
-                log.warning("groupfit did not answer (%s: %s); assigning locally", type(exc).__name__, exc)
-                owner = sticky_fallback(sorted(identities.values()), partitions, cls.last_owner)
+                log.warning("groupfit gave no usable assignment (%s: %s); assigning locally", type(exc).__name__, exc)
+                owner = sticky_fallback(identities, partitions, reported_owners(decoded.values()))
                 cls.last_source = "fallback"
-            cls.last_owner = owner
             log.info("assigned %d partitions to %d members via %s in %.1f ms", len(partitions), len(members),
                      cls.last_source, (time.perf_counter() - started) * 1000)
-            by_identity: dict[str, dict[str, list[int]]] = {i: {} for i in identities.values()}
+            by_identity: dict[str, dict[str, list[int]]] = {i: {} for i in identities}
             for (topic, partition), member in owner.items():
                 by_identity[member].setdefault(topic, []).append(partition)
+            user_data = json.dumps({"generation": max((m.generation for m in decoded.values()), default=-1) + 1}).encode()
             return {
                 member_id: ConsumerProtocolMemberAssignment(
-                    cls.version, sorted((t, sorted(ps)) for t, ps in by_identity[identity_].items()), b""
+                    cls.version, sorted((t, sorted(ps)) for t, ps in by_identity[member.identity].items()), user_data
                 )
-                for member_id, identity_ in identities.items()
+                for member_id, member in decoded.items()
             }
-
-        @classmethod
-        def _ask_service(cls, identities: Mapping[str, str], partitions: list[TopicPartition]) -> dict[TopicPartition, str]:
-            deadline = time.monotonic() + deadline_s
-            with httpx.Client(base_url=service_url, timeout=deadline_s) as http:
-                if rates is not None:
-                    known = dict(rates(partitions))
-                else:
-                    response = http.get(f"/v1/groups/{group}/rates")
-                    stored = response.json()["partitions"] if response.status_code == 200 else []
-                    known = {(p["topic"], p["partition"]): p["rate"] for p in stored}
-                request = {
-                    "algorithm": algorithm,
-                    "capacity": capacity,
-                    "group": group,
-                    "members": sorted(set(identities.values())),
-                    "partitions": [{"topic": t, "partition": p, "rate": float(known.get((t, p), 0.0))} for t, p in partitions],
-                }
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError("the deadline passed while reading rates")
-                response = http.post("/v1/assign", json=request, timeout=remaining)
-            if response.status_code != 200:
-                raise RuntimeError(f"POST /v1/assign answered {response.status_code}: {response.text[:200]}")
-            answer = response.json()
-            return {(p["topic"], p["partition"]): member for member, held in answer["assignment"].items() for p in held}
 
     return GroupfitAssignor
 
 
-def _identity(member_id: str, meta: ConsumerProtocolMemberMetadata) -> str:
-    try:
-        return str(json.loads(meta.user_data)["id"])
-    except (ValueError, KeyError, TypeError):
-        return member_id  # a member without groupfit metadata is known by its member id
+def _distinct(members: dict[str, Member]) -> dict[str, Member]:
+    """Two members configured with one identity would be given the same partitions: the first (by member
+    id) keeps it, the others are known by their member ids."""
+    seen: set[str] = set()
+    result = {}
+    for member_id in sorted(members):
+        member = members[member_id]
+        if member.identity in seen:
+            log.warning("member %s repeats identity %r; known by its member id", member_id, member.identity)
+            member = Member(member_id, member.capacity, member.owned, member.generation)
+        seen.add(member.identity)
+        result[member_id] = member
+    return result
+
+
+def _ask_service(service_url: str, group: str, algorithm: str, capacity: float, deadline_s: float, rates: RatesFn | None,
+                 identities: list[str], partitions: list[TopicPartition]) -> dict[TopicPartition, str]:
+    """The service's assignment, partition → identity, within the deadline (rates read included)."""
+    deadline = time.monotonic() + deadline_s
+    with GroupfitClient(service_url, timeout=deadline_s, retries=0) as client:
+        lags: dict[TopicPartition, int] = {}
+        if rates is not None:
+            known = dict(rates(partitions))
+        else:
+            try:
+                stored = client.rates(group)["partitions"]
+            except GroupfitError as error:
+                if error.code != "group_not_found":
+                    raise
+                stored = []
+            known = {(p["topic"], p["partition"]): p["rate"] for p in stored}
+            lags = {(p["topic"], p["partition"]): p["lag"] for p in stored if p.get("lag") is not None}
+        if not any(tp in known for tp in partitions):
+            # All rates zero would pack every partition onto one member; balanced counts serve better.
+            raise UnusableAnswer(f"no rates known for group {group!r}'s partitions")
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("the deadline passed while reading rates")
+        client.http.timeout = remaining
+        answer = client.assign({
+            "algorithm": algorithm,
+            "capacity": capacity,
+            "group": group,
+            "members": identities,
+            "partitions": [{"topic": t, "partition": p, "rate": float(known.get((t, p), 0.0)),
+                            **({"lag": lags[t, p]} if (t, p) in lags else {})} for t, p in partitions],
+        })
+    owner = {(p["topic"], p["partition"]): member for member, held in answer["assignment"].items() for p in held}
+    strangers = set(owner.values()) - set(identities)
+    if strangers or sorted(owner) != partitions:
+        raise UnusableAnswer(f"the answer names non-members {sorted(strangers)} or misses partitions")
+    return owner
+
+
+def reported_owners(members: Iterable[Member]) -> dict[TopicPartition, str]:
+    """Who read each partition last, from the members' own reports; the newest generation wins a conflict."""
+    owner: dict[TopicPartition, str] = {}
+    for member in sorted(members, key=lambda m: (m.generation, m.identity)):
+        for tp in member.owned:
+            owner[tp] = member.identity
+    return owner
 
 
 def sticky_fallback(members: list[str], partitions: list[TopicPartition], last_owner: Mapping[TopicPartition, str]) -> dict[TopicPartition, str]:

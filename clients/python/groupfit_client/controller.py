@@ -3,21 +3,26 @@ each reads, and the controller moves partitions so that no two consumers ever re
 
 - `ControlledConsumer` wraps a confluent-kafka Consumer with manual, incremental assignment. Between batches
   it applies commands from the control topic and acknowledges them: `stop` (commit, then unassign), `start`
-  (assign from the committed offset), `sync` (report what it reads).
+  (assign from the committed offset), `sync` (report what it reads; sent to one consumer or to all, "*"),
+  `quit` (exit, once it reads nothing).
 - `Controller` runs sentinel → reassign → group management (§V-C): it reads the group's rates, asks
   POST /v1/assign when a consumer is over capacity, a partition is unowned or the period has passed, and
   applies the answer: for each moved partition, stop on the old consumer, wait for its acknowledgement, then
   start on the new one. Consumers the answer needs are created, empty ones deleted, through a
   `ConsumerProcesses` implementation (`LocalProcesses` here; Kubernetes at deploy time).
 - After a restart the controller first rebuilds the group's real state by asking every consumer (the
-  Synchronize state) before it acts.
+  Synchronize state) before it acts. Consumers an earlier controller started answer too and are kept: their
+  partitions move with the same protocol, and once empty they are told to quit.
 
-    python -m groupfit_client.controller consumer --id c0 --bootstrap … --topic … --group … [--record-log F]
+    python -m groupfit_client.controller controller --service URL --bootstrap … --topic … --group … \
+        --control-topic … --capacity C
+    python -m groupfit_client.controller consumer --id c0 --bootstrap … --topic … --group … --control-topic …
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import subprocess
@@ -38,7 +43,8 @@ TopicPartition = tuple[str, int]
 def _control_consumer(bootstrap: str, control_topic: str) -> Any:
     """A reader of the control topic from its current end, resolved now: a command or reply sent after
     this call is never missed."""
-    from confluent_kafka import Consumer, TopicPartition as KafkaTP
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as KafkaTP
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"control-{uuid.uuid4().hex}",
                          "enable.auto.commit": False})
@@ -54,6 +60,15 @@ def _producer(bootstrap: str) -> Any:
     return Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1, "linger.ms": 0})
 
 
+COMMANDS = ("stop", "start", "sync", "quit")
+EVERY_CONSUMER = "*"
+
+
+def _publish(producer: Any, control_topic: str, body: dict[str, Any]) -> None:
+    producer.produce(control_topic, value=json.dumps(body).encode(), partition=0)
+    producer.flush(10)
+
+
 class ControlledConsumer:
     def __init__(self, consumer_id: str, bootstrap: str, topic: str, group: str, control_topic: str,
                  handle: Callable[[Any], None]) -> None:
@@ -65,11 +80,12 @@ class ControlledConsumer:
         self.control = _control_consumer(bootstrap, control_topic)
         self.producer = _producer(bootstrap)
         self.owned: set[TopicPartition] = set()
+        self.quitting = False
 
     def run(self, seconds: float | None = None) -> None:
         self._send({"type": "hello", "consumer": self.id})
         deadline = None if seconds is None else time.monotonic() + seconds
-        while deadline is None or time.monotonic() < deadline:
+        while not self.quitting and (deadline is None or time.monotonic() < deadline):
             handled = 0
             for message in self.data.consume(num_messages=100, timeout=0.2) if self.owned else []:
                 if message.error() is None:
@@ -91,8 +107,10 @@ class ControlledConsumer:
             if message.error() is not None:
                 continue
             command = json.loads(message.value())
-            if command.get("consumer") != self.id or command["type"] not in ("stop", "start", "sync"):
+            if command.get("consumer") not in (self.id, EVERY_CONSUMER) or command.get("type") not in COMMANDS:
                 continue
+            if command["consumer"] == EVERY_CONSUMER and command["type"] != "sync":
+                continue  # only a question may go to everyone
             partitions = {(t, p) for t, p in command.get("partitions", [])}
             if command["type"] == "stop" and partitions & self.owned:
                 stopping = partitions & self.owned
@@ -104,18 +122,20 @@ class ControlledConsumer:
                 self.owned -= stopping
             elif command["type"] == "start" and partitions - self.owned:
                 starting = partitions - self.owned
-                from confluent_kafka import OFFSET_BEGINNING, TopicPartition as KafkaTP
+                from confluent_kafka import OFFSET_BEGINNING
+                from confluent_kafka import TopicPartition as KafkaTP
 
                 committed = self.data.committed(self._kafka_partitions(starting), timeout=10)
                 self.data.incremental_assign([KafkaTP(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING)
                                               for tp in committed])
                 self.owned |= starting
+            elif command["type"] == "quit" and not self.owned:
+                self.quitting = True
             self._send({"type": "ack" if command["type"] != "sync" else "state", "consumer": self.id,
                         "command_id": command.get("command_id"), "partitions": sorted(self.owned)})
 
     def _send(self, body: dict[str, Any]) -> None:
-        self.producer.produce(self.control_topic, value=json.dumps(body).encode(), partition=0)
-        self.producer.flush(10)
+        _publish(self.producer, self.control_topic, body)
 
     def close(self) -> None:
         self.data.close()
@@ -174,13 +194,22 @@ class Controller:
         self.last_reassign = 0.0
 
     # -- Synchronize ----------------------------------------------------------------------
-    def synchronize(self) -> None:
-        """Ask every running consumer what it reads (after a controller restart, before acting)."""
-        consumers = self.processes.running()
-        self.state = {c: set() for c in consumers}
-        answered = self._command_all("sync", {c: [] for c in consumers}, "state")
-        for consumer, partitions in answered.items():
-            self.state[consumer] = {(t, p) for t, p in partitions}
+    def synchronize(self, grace_s: float = 3.0) -> None:
+        """Ask every consumer what it reads (after a controller restart, before acting): the ones the process
+        manager knows must answer; any other that answers within `grace_s` (started by an earlier
+        controller) is kept too, since it may be reading partitions."""
+        expected = set(self.processes.running())
+        command_id = uuid.uuid4().hex
+        self._send_command({"type": "sync", "consumer": EVERY_CONSUMER, "command_id": command_id})
+        answered: dict[str, set[TopicPartition]] = {}
+        grace_end, deadline = time.monotonic() + grace_s, time.monotonic() + self.ack_timeout_s
+        while (time.monotonic() < grace_end or expected - set(answered)) and time.monotonic() < deadline:
+            for body in self._replies():
+                if body.get("type") == "state" and body.get("command_id") == command_id:
+                    answered[body["consumer"]] = {(t, p) for t, p in body["partitions"]}
+        if expected - set(answered):
+            raise TimeoutError(f"no state from {sorted(expected - set(answered))} within {self.ack_timeout_s} s")
+        self.state = answered
 
     # -- Sentinel -------------------------------------------------------------------------
     def needs_reassign(self, rates: dict[TopicPartition, float]) -> bool:
@@ -205,7 +234,7 @@ class Controller:
 
     def apply(self, target: dict[str, set[TopicPartition]]) -> bool:
         """Move to `target` with stop → acknowledge → start, creating and deleting consumers as needed."""
-        for consumer in sorted(set(target) - set(self.processes.running())):
+        for consumer in sorted(set(target) - set(self.processes.running()) - set(self.state)):
             self.processes.create(consumer)
             self._wait_for_hello(consumer)
             self.state.setdefault(consumer, set())
@@ -224,9 +253,15 @@ class Controller:
         if starts:
             for consumer, partitions in self._command_all("start", starts, "ack").items():
                 self.state[consumer] = {(t, p) for t, p in partitions}
-        for consumer in sorted(c for c, held in self.state.items() if not held and c not in target):
-            self.processes.delete(consumer)
+        idle = sorted(c for c, held in self.state.items() if not held and c not in target)
+        ours = set(self.processes.running())
+        for consumer in idle:
+            if consumer in ours:
+                self.processes.delete(consumer)
             del self.state[consumer]
+        adopted = [c for c in idle if c not in ours]
+        if adopted:  # started by an earlier controller: no process handle, so it is asked to quit
+            self._command_all("quit", {c: [] for c in adopted}, "ack")
         return bool(stops or starts)
 
     def _command_all(self, kind: str, partitions: dict[str, list], reply: str) -> dict[str, list]:
@@ -234,28 +269,28 @@ class Controller:
         for consumer, parts in partitions.items():
             command_id = uuid.uuid4().hex
             pending[command_id] = consumer
-            body = {"type": kind, "consumer": consumer, "command_id": command_id, "partitions": sorted(parts)}
-            self.producer.produce(self.control_topic, value=json.dumps(body).encode(), partition=0)
-        self.producer.flush(10)
+            self._send_command({"type": kind, "consumer": consumer, "command_id": command_id, "partitions": sorted(parts)})
         answered: dict[str, list] = {}
         deadline = time.monotonic() + self.ack_timeout_s
         while pending and time.monotonic() < deadline:
-            for message in self.control.consume(num_messages=50, timeout=0.2):
-                if message.error() is not None:
-                    continue
-                body = json.loads(message.value())
+            for body in self._replies():
                 if body.get("type") == reply and body.get("command_id") in pending:
                     answered[pending.pop(body["command_id"])] = body["partitions"]
         if pending:
             raise TimeoutError(f"no {reply} from {sorted(pending.values())} within {self.ack_timeout_s} s")
         return answered
 
+    def _send_command(self, body: dict[str, Any]) -> None:
+        _publish(self.producer, self.control_topic, body)
+
+    def _replies(self) -> list[dict[str, Any]]:
+        return [json.loads(m.value()) for m in self.control.consume(num_messages=50, timeout=0.2) if m.error() is None]
+
     def _wait_for_hello(self, consumer: str) -> None:
         deadline = time.monotonic() + self.ack_timeout_s
         while time.monotonic() < deadline:
-            for message in self.control.consume(num_messages=50, timeout=0.2):
-                if message.error() is None and json.loads(message.value()) == {"type": "hello", "consumer": consumer}:
-                    return
+            if {"type": "hello", "consumer": consumer} in self._replies():
+                return
         raise TimeoutError(f"consumer {consumer} did not start within {self.ack_timeout_s} s")
 
     def run(self, interval_s: float = 5.0) -> None:
@@ -269,32 +304,48 @@ class Controller:
 
 
 def _consumer_main(args: argparse.Namespace) -> None:
-    log_file = open(args.record_log, "a", buffering=1) if args.record_log else None
+    with contextlib.ExitStack() as stack:
+        log_file = stack.enter_context(open(args.record_log, "a", buffering=1)) if args.record_log else None
 
-    def handle(message: Any) -> None:
-        if log_file is not None:
-            log_file.write(f"{message.topic()} {message.partition()} {message.offset()} {args.id}\n")
+        def handle(message: Any) -> None:
+            if log_file is not None:
+                log_file.write(f"{message.topic()} {message.partition()} {message.offset()} {args.id}\n")
 
-    consumer = ControlledConsumer(args.id, args.bootstrap, args.topic, args.group, args.control_topic, handle)
-    try:
+        consumer = ControlledConsumer(args.id, args.bootstrap, args.topic, args.group, args.control_topic, handle)
+        stack.callback(consumer.close)
         consumer.run()
-    finally:
-        consumer.close()
+
+
+def _controller_main(args: argparse.Namespace) -> None:
+    # Consumers outlive the controller on purpose: a restarted controller finds them by Synchronize.
+    processes = LocalProcesses(args.bootstrap, args.topic, args.group, args.control_topic)
+    with GroupfitClient(args.service) as service:
+        Controller(service, args.bootstrap, args.topic, args.group, args.control_topic, processes, args.capacity,
+                   args.algorithm, args.period_s).run(args.interval_s)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m groupfit_client.controller")
     sub = parser.add_subparsers(dest="role", required=True)
-    consumer = sub.add_parser("consumer", help="a consumer the controller commands")
+    roles = {"controller": sub.add_parser("controller", help="the controller loop, with consumers as local processes"),
+             "consumer": sub.add_parser("consumer", help="a consumer the controller commands")}
+    for role in roles.values():
+        role.add_argument("--bootstrap", required=True)
+        role.add_argument("--topic", required=True)
+        role.add_argument("--group", required=True)
+        role.add_argument("--control-topic", required=True)
+    controller = roles["controller"]
+    controller.add_argument("--service", default="http://127.0.0.1:8000")
+    controller.add_argument("--capacity", type=float, required=True, help="what one consumer can read (rates' unit)")
+    controller.add_argument("--algorithm", default="mwf")
+    controller.add_argument("--period-s", type=float, default=60.0, help="reassign at least this often")
+    controller.add_argument("--interval-s", type=float, default=5.0, help="time between sentinel checks")
+    consumer = roles["consumer"]
     consumer.add_argument("--id", required=True)
-    consumer.add_argument("--bootstrap", required=True)
-    consumer.add_argument("--topic", required=True)
-    consumer.add_argument("--group", required=True)
-    consumer.add_argument("--control-topic", required=True)
     consumer.add_argument("--record-log", help="append 'topic partition offset consumer' per record read")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO)
-    _consumer_main(args)
+    (_controller_main if args.role == "controller" else _consumer_main)(args)
 
 
 if __name__ == "__main__":

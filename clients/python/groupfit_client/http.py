@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from typing import Any
+from typing import Any, Self
 
 import httpx
 
@@ -54,7 +54,7 @@ class GroupfitClient:
     def close(self) -> None:
         self.http.close()
 
-    def __enter__(self) -> GroupfitClient:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -121,7 +121,7 @@ class AsyncGroupfitClient:
     async def aclose(self) -> None:
         await self.http.aclose()
 
-    async def __aenter__(self) -> AsyncGroupfitClient:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

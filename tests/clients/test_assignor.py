@@ -1,0 +1,118 @@
+"""The assignor's leader logic against the live service, without a broker: members' user data in, the
+group protocol's assignment out, and every way the service can fail leading to the local fallback."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from aiokafka.coordinator.protocol import (
+    ConsumerProtocolMemberAssignment,
+    ConsumerProtocolMemberMetadata,
+)
+from groupfit_client import GroupfitClient
+from groupfit_client.assignor import groupfit_assignor, sticky_fallback
+
+RATES = {0: 70.0, 1: 50.0, 2: 30.0, 3: 20.0, 4: 10.0, 5: 10.0}
+
+
+class Cluster:
+    """The one thing assign() asks of aiokafka's cluster metadata."""
+
+    def __init__(self, topics: dict[str, int]) -> None:
+        self.topics = topics
+
+    def partitions_for_topic(self, topic: str) -> set[int]:
+        return set(range(self.topics[topic]))
+
+
+def member(identity: str, capacity: float | None = None, owned: list | None = None, generation: int = -1) -> ConsumerProtocolMemberMetadata:
+    data = {"id": identity, "owned": owned or [], "generation": generation, **({"capacity": capacity} if capacity else {})}
+    return ConsumerProtocolMemberMetadata(0, ["t"], json.dumps(data).encode())
+
+
+def held(result: dict[str, ConsumerProtocolMemberAssignment]) -> dict[str, set[int]]:
+    return {member_id: {p for _, ps in a.assignment for p in ps} for member_id, a in result.items()}
+
+
+@pytest.fixture
+def group(live_service) -> str:
+    name = f"leader-{uuid.uuid4().hex[:6]}"
+    GroupfitClient(live_service.url).put_rates(
+        name, [{"topic": "t", "partition": p, "rate": r} for p, r in RATES.items()], "2026-11-22T10:00:00Z")
+    return name
+
+
+def test_leader_returns_the_services_assignment_keyed_by_member_id(live_service, group):
+    assignor = groupfit_assignor(live_service.url, group, "a", capacity=100)
+    members = {"member-1": member("a"), "member-2": member("b"), "member-3": member("c")}
+    result = assignor.assign(Cluster({"t": 6}), members)
+    assert assignor.last_source == "service"
+    stored = GroupfitClient(live_service.url).group(group)
+    by_identity = {m: {p["partition"] for p in ps} for m, ps in stored["assignment"].items()}
+    assert held(result) == {"member-1": by_identity["a"], "member-2": by_identity["b"], "member-3": by_identity["c"]}
+    assert all(sum(RATES[p] for p in ps) <= 100 for ps in by_identity.values())
+    assert {json.loads(a.user_data)["generation"] for a in result.values()} == {0}
+
+
+def test_leader_asks_with_the_smallest_advertised_capacity(live_service, group):
+    assignor = groupfit_assignor(live_service.url, group, "a", capacity=1000)
+    assignor.assign(Cluster({"t": 6}), {"m1": member("a", 80), "m2": member("b", 120), "m3": member("c", 100)})
+    stored = GroupfitClient(live_service.url).group(group)
+    assert stored["capacity"] == 80
+    assert all(sum(RATES[p["partition"]] for p in ps) <= 80 for ps in stored["assignment"].values())
+
+
+def test_members_repeating_an_identity_get_distinct_partitions(live_service, group):
+    assignor = groupfit_assignor(live_service.url, group, "a", capacity=100)
+    result = held(assignor.assign(Cluster({"t": 6}), {"m1": member("a"), "m2": member("a"), "m3": member("b")}))
+    assert sorted(p for ps in result.values() for p in ps) == list(range(6))
+    assert set(GroupfitClient(live_service.url).group(group)["assignment"]) == {"a", "b", "m2"}
+
+
+def test_a_group_without_rates_is_balanced_locally(live_service):
+    assignor = groupfit_assignor(live_service.url, f"norates-{uuid.uuid4().hex[:6]}", "a", capacity=100)
+    result = held(assignor.assign(Cluster({"t": 6}), {"m1": member("a"), "m2": member("b")}))
+    assert assignor.last_source == "fallback" and sorted(map(len, result.values())) == [3, 3]
+
+
+def test_service_errors_and_failing_rates_fall_back(live_service, group):
+    members = {"m1": member("a"), "m2": member("b")}
+    unknown = groupfit_assignor(live_service.url, group, "a", capacity=100, algorithm="no-such-algorithm")
+    assert len(unknown.assign(Cluster({"t": 6}), members)) == 2 and unknown.last_source == "fallback"
+
+    def broken_rates(partitions):
+        raise OSError("metrics backend down")
+
+    broken = groupfit_assignor(live_service.url, group, "a", capacity=100, rates=broken_rates)
+    assert sorted(map(len, held(broken.assign(Cluster({"t": 6}), members)).values())) == [3, 3]
+    assert broken.last_source == "fallback"
+
+
+def test_fallback_keeps_the_partitions_members_report_reading():
+    down = groupfit_assignor("http://127.0.0.1:1", "g", "a", capacity=100, deadline_s=0.5)
+    members = {
+        "m1": member("a", owned=[["t", 0], ["t", 4]], generation=3),
+        "m2": member("b", owned=[["t", 1], ["t", 4]], generation=2),  # a stale claim on t/4
+        "m3": member("c"),
+    }
+    result = held(down.assign(Cluster({"t": 6}), members))
+    assert down.last_source == "fallback"
+    assert {0, 4} <= result["m1"] and 1 in result["m2"]
+    assert sorted(map(len, result.values())) == [2, 2, 2]
+
+
+def test_a_member_reports_what_it_was_given_at_the_next_join():
+    assignor = groupfit_assignor("http://127.0.0.1:1", "g", "a", capacity=100, member_capacity=50)
+    assignor.on_assignment(ConsumerProtocolMemberAssignment(0, [("t", [2, 0])], json.dumps({"generation": 7}).encode()))
+    data = json.loads(assignor.metadata({"t"}).user_data)
+    assert data == {"id": "a", "owned": [["t", 0], ["t", 2]], "generation": 7, "capacity": 50}
+
+
+def test_sticky_fallback_keeps_last_owners_and_balances():
+    partitions = [("t", p) for p in range(5)]
+    last = {("t", 0): "a", ("t", 1): "a", ("t", 2): "a", ("t", 3): "b", ("t", 4): "gone"}
+    owner = sticky_fallback(["a", "b"], partitions, last)
+    assert sorted(list(owner.values()).count(m) for m in "ab") == [2, 3]
+    assert owner["t", 0] == "a" and owner["t", 3] == "b"
