@@ -303,8 +303,7 @@ async def get_rates(request: Request, group: GroupPath) -> Response:
              openapi_extra=_body("EvaluateRequest"), responses=_answers("EvaluateResponse", 413, 422),
              response_class=Response)
 async def evaluate(request: Request) -> Response:
-    from app.sim.evaluate import check_names, evaluate as replay_stream
-    from app.sim.latency import LatencyModel
+    from app.sim.evaluate import check_names, evaluate_document
 
     _authorize(request, None, write=False)
     settings = _settings(request)
@@ -317,10 +316,7 @@ async def evaluate(request: Request) -> Response:
             "send a shorter stream or fewer algorithms, or run `groupfit evaluate` locally.",
         )
     check_names(req.algorithms)
-    model = None
-    if req.latency is not None:
-        model = LatencyModel(req.latency.consumer_throughput, req.latency.iteration_s, req.latency.rebalance_s)
-    return _json(await asyncio.to_thread(replay_stream, req.stream, req.capacity, req.algorithms, model))
+    return _json(await asyncio.to_thread(evaluate_document, msgspec.to_builtins(req)))
 
 
 @router.get("/healthz", summary="The process is up",

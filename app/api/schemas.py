@@ -174,11 +174,13 @@ class EvaluateRequest(Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 class LatencyFigures(Struct):
-    p50: float
-    p90: float
-    p95: float
-    p99: float
-    max: float
+    """Seconds; null when unbounded (the model never reads some bytes: a consumer keeps ≥ C̄ and starts more)."""
+
+    p50: float | None
+    p90: float | None
+    p95: float | None
+    p99: float | None
+    max: float | None
 
 
 class AlgorithmRun(Struct):

@@ -1,16 +1,25 @@
 """`groupfit evaluate` and POST /v1/evaluate: replay a stream through algorithms (registered ones and
-kd_N) and report consumers, Rscore, CBS and, on request, the latency percentiles of §VI-C."""
+kd_N) and report consumers, Rscore, CBS and, on request, the latency percentiles of §VI-C and each
+algorithm's consumers against the exact optimum."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from typing import Any
 
 from app.core.algorithm import get_algorithm
+from app.core.assign import solve
+from app.core.errors import AssignmentError
+from app.core.model import build_problem
 from app.sim.kafka import is_kafka_default, replay_kafka_default
-from app.sim.latency import LatencyModel, segments
+from app.sim.latency import PERCENTILES, LatencyModel, Segments, segments
 from app.sim.replay import Run, cbs, replay
-from app.sim.stream import Measurement
+from app.sim.stream import Measurement, check_stream, flatten
+
+PAPER_ALGORITHMS = ["nf", "ff", "bf", "wf", "nfd", "ffd", "bfd", "wfd", "mwf", "mbf", "mwfp", "mbfp"]
+DOCUMENT_KEYS = {"stream", "capacity", "algorithms", "latency", "optimum"}
 
 
 def run_named(stream: Sequence[Measurement], capacity: float, name: str, keep: bool = False) -> Run:
@@ -22,15 +31,47 @@ def run_named(stream: Sequence[Measurement], capacity: float, name: str, keep: b
 def check_names(names: Sequence[str]) -> None:
     """Fail before any work on a name that is neither registered nor kd_<N>."""
     for name in names:
-        if not is_kafka_default(name):
+        if is_kafka_default(name):
+            continue
+        try:
             get_algorithm(name)
+        except AssignmentError as exc:
+            raise AssignmentError(
+                exc.code, f"{exc.message} Or kd_<N>: Kafka's equal-count assignment over N consumers, 1 ≤ N < 10^6.",
+                exc.details,
+            ) from None
 
 
-def evaluate(
-    stream: Sequence[Measurement], capacity: float, algorithms: Sequence[str], latency: LatencyModel | None = None
-) -> dict[str, Any]:
-    check_names(algorithms)
-    runs = [run_named(stream, capacity, name, keep=latency is not None) for name in algorithms]
+def optimum(stream: Sequence[Measurement], capacity: float, time_limit_ms: int = 1000) -> dict[str, Any]:
+    """The fewest consumers of each measurement by the `exact` algorithm (CP-SAT): the count it found,
+    its proven lower bound, and how many measurements it proved optimal. The count does not depend on
+    the previous assignment, so each measurement is solved on its own."""
+    spec = get_algorithm("exact")
+    params = spec.parse_params({"time_limit_ms": time_limit_ms})
+    found: list[int] = []
+    bounds: list[int] = []
+    for measurement in stream:
+        keys, rates = flatten(measurement)
+        outcome = solve(build_problem(keys, rates, None, capacity, {}), spec, params)
+        found.append(outcome.consumer_count)
+        bounds.append(outcome.outputs.get("consumers_bound", outcome.problem.lower_bound))
+    return {
+        "avg_consumers": sum(found) / len(found) if found else 0.0,
+        "proven": sum(1 for f, b in zip(found, bounds) if f == b),
+        "consumers": found,
+        "consumers_bound": bounds,
+    }
+
+
+def replay_named(stream: Sequence[Measurement], capacity: float, names: Sequence[str], keep: bool = False) -> list[Run]:
+    """One run per distinct name, in order; unknown names fail before any work."""
+    check_names(names)
+    return [run_named(stream, capacity, name, keep) for name in dict.fromkeys(names)]
+
+
+def results_of(runs: Sequence[Run], latency: Mapping[str, Segments] | None = None,
+               best: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The per-algorithm figures of `groupfit evaluate --json`."""
     scores = cbs(runs)
     results: dict[str, Any] = {}
     for run in runs:
@@ -43,6 +84,70 @@ def evaluate(
             "rscore": run.rscore,
         }
         if latency is not None:
-            result["latency"] = {k: v for k, v in segments(run.outcomes, latency).summary().items() if k != "above_zero"}
+            summary = latency[run.algorithm].summary()
+            result["latency"] = {name: summary[name] for name in (*PERCENTILES, "max")}
+        if best is not None:
+            # CBS (Eq. 28) against the exact optimum instead of the best of the run
+            excess = [(z - o) / o for z, o in zip(run.consumers, best["consumers"]) if o]
+            result["optimum_excess"] = sum(excess) / len(run.consumers) if run.consumers else 0.0
         results[run.algorithm] = result
-    return {"results": results}
+    return results
+
+
+def evaluate(
+    stream: Sequence[Measurement],
+    capacity: float,
+    algorithms: Sequence[str],
+    latency: LatencyModel | None = None,
+    optimum_time_limit_ms: int | None = None,
+) -> dict[str, Any]:
+    """Every algorithm's figures; latency values are +inf where the model never reads some bytes."""
+    runs = replay_named(stream, capacity, algorithms, keep=latency is not None)
+    best = optimum(stream, capacity, optimum_time_limit_ms) if optimum_time_limit_ms is not None else None
+    segs = {run.algorithm: segments(run.outcomes, latency) for run in runs} if latency is not None else None
+    return {"results": results_of(runs, segs, best), **({"optimum": best} if best is not None else {})}
+
+
+def evaluate_document(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The one entry for the CLI and POST /v1/evaluate:
+    {stream, capacity, algorithms?, latency?: {consumer_throughput?, iteration_s?, rebalance_s?},
+    optimum?: {time_limit_ms?}} → the JSON of `groupfit evaluate --json`. An unbounded latency (a queue
+    the model never reads) is null."""
+    if not isinstance(doc, Mapping):
+        raise AssignmentError("invalid_request", "an evaluation request is a JSON object.")
+    unknown = sorted(set(doc) - DOCUMENT_KEYS)
+    if unknown:
+        raise AssignmentError("invalid_request", f"unknown fields {unknown}; expected some of {sorted(DOCUMENT_KEYS)}.")
+    stream = check_stream(doc.get("stream"))
+    capacity = doc.get("capacity")
+    if isinstance(capacity, bool) or not isinstance(capacity, (int, float)) or not 0 < capacity < math.inf:
+        raise AssignmentError("invalid_capacity", f"capacity must be a finite number above 0; got {capacity!r}.")
+    algorithms = doc.get("algorithms", PAPER_ALGORITHMS)
+    if not isinstance(algorithms, list) or not algorithms or not all(isinstance(a, str) for a in algorithms):
+        raise AssignmentError("invalid_request", "algorithms must be a non-empty list of names (registered or kd_<N>).")
+    model = LatencyModel(**_options(doc, "latency", {f.name for f in fields(LatencyModel)}))
+    time_limit = _options(doc, "optimum", {"time_limit_ms"}).get("time_limit_ms", 1000)
+    report = evaluate(stream, float(capacity), algorithms, model if doc.get("latency") is not None else None,
+                      time_limit if doc.get("optimum") is not None else None)
+    return finite_or_null(report)
+
+
+def _options(doc: Mapping[str, Any], field: str, allowed: Any) -> dict[str, Any]:
+    options = doc.get(field) or {}
+    if not isinstance(options, Mapping) or set(options) - set(allowed):
+        raise AssignmentError("invalid_parameter", f"{field} takes an object with some of {sorted(allowed)}.")
+    for name, value in options.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise AssignmentError("invalid_parameter", f"{field}.{name} must be a number; got {value!r}.")
+    return dict(options)
+
+
+def finite_or_null(value: Any) -> Any:
+    """JSON has no infinity: unbounded figures become null."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_or_null(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [finite_or_null(v) for v in value]
+    return value

@@ -1,6 +1,13 @@
 """kd_N (Landau et al. §VI-C): Kafka's equal-count assignment with N consumers, as autoscalers like KEDA
 use it. Partitions are dealt round-robin to c0..c{N-1} in the order they first appear in the stream, once,
-and never moved again."""
+and never moved again; consumers dealt nothing (N above the partition count) hold nothing and are not
+counted.
+
+The registered `roundrobin` assignor (app/core/algorithms/kafka_roundrobin.py) re-deals every partition in
+(topic, partition) order at each call: on a stream whose partitions are fixed and first listed in that
+order it gives the same assignment, but a partition appearing later would reshuffle the others, which
+kd_N never does.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +15,11 @@ import re
 from collections.abc import Sequence
 
 from app.core.algorithm import Algorithm, Placement
-from app.core.model import Problem
+from app.core.model import PartitionKey, Problem
 from app.sim.replay import Run, replay_with
 from app.sim.stream import Measurement
 
-KD = re.compile(r"^kd_(\d+)$")
+KD = re.compile(r"^kd_([1-9][0-9]{0,5})$")  # N from 1 to 999 999
 
 
 def is_kafka_default(name: str) -> bool:
@@ -20,15 +27,15 @@ def is_kafka_default(name: str) -> bool:
 
 
 def kafka_default(consumers: int) -> Algorithm:
-    dealt = [0]  # partitions dealt so far in this replay: the next one goes to c{dealt % N}
+    owners: dict[PartitionKey, str] = {}  # every partition seen so far in this replay → its consumer
 
     def place(problem: Problem, _params: object) -> Placement:
-        assignment: dict[str, list[int]] = {f"c{i}": [] for i in range(consumers)}
-        for j, owner in enumerate(problem.previous_owner):
+        assignment: dict[str, list[int]] = {}
+        for j, key in enumerate(problem.keys):
+            owner = owners.get(key)
             if owner is None:
-                owner = f"c{dealt[0] % consumers}"
-                dealt[0] += 1
-            assignment[owner].append(j)
+                owner = owners[key] = f"c{len(owners) % consumers}"
+            assignment.setdefault(owner, []).append(j)
         return Placement(assignment)
 
     return Algorithm(f"kd_{consumers}", f"Kafka's equal-count assignment over {consumers} consumers", place)
@@ -36,6 +43,6 @@ def kafka_default(consumers: int) -> Algorithm:
 
 def replay_kafka_default(stream: Sequence[Measurement], capacity: float, name: str, keep: bool = False) -> Run:
     match = KD.match(name)
-    if match is None or int(match.group(1)) < 1:
-        raise ValueError(f"{name!r} is not kd_<N> with N ≥ 1")
+    if match is None:
+        raise ValueError(f"{name!r} is not kd_<N> with 1 ≤ N < 10^6")
     return replay_with(stream, capacity, kafka_default(int(match.group(1))), None, keep)

@@ -18,6 +18,7 @@ class Run:
     algorithm: str
     consumers: list[int] = field(default_factory=list)
     rscore: list[float] = field(default_factory=list)
+    within_capacity: list[bool] = field(default_factory=list)  # no consumer above C but one alone
     outcomes: list[Outcome] = field(default_factory=list)
 
     @property
@@ -47,6 +48,8 @@ def replay_with(stream: Sequence[Measurement], capacity: float, spec: Algorithm,
         outcome = solve(problem, spec, parsed)
         run.consumers.append(outcome.consumer_count)
         run.rscore.append(outcome.rscore)
+        limit = capacity * (1 + 1e-12)
+        run.within_capacity.append(all(len(held) == 1 or outcome.loads[c] <= limit for c, held in outcome.assignment.items()))
         if keep:
             run.outcomes.append(outcome)
         previous = {c: [keys[j] for j in held] for c, held in outcome.assignment.items() if held}
@@ -54,11 +57,16 @@ def replay_with(stream: Sequence[Measurement], capacity: float, spec: Algorithm,
 
 
 def cbs(runs: Sequence[Run]) -> dict[str, float]:
-    """Cardinal Bin Score, Eq. 28: mean relative excess over the fewest consumers of any run, per iteration."""
+    """Cardinal Bin Score, Eq. 28: mean relative excess over the fewest consumers per iteration. The
+    fewest are taken among the runs that kept every consumer within C at that iteration (an assignment
+    that ignores rates, like kd_N, may use fewer consumers by overloading them); among all runs if none did."""
     if not runs:
         return {}
     iterations = len(runs[0].consumers)
-    best = [min(run.consumers[i] for run in runs) for i in range(iterations)]
+    best = []
+    for i in range(iterations):
+        feasible = [run.consumers[i] for run in runs if run.within_capacity[i]]
+        best.append(min(feasible or [run.consumers[i] for run in runs]))
     return {
         run.algorithm: sum((z - b) / b for z, b in zip(run.consumers, best) if b) / iterations if iterations else 0.0
         for run in runs

@@ -1,9 +1,12 @@
 """`groupfit report`: the paper's experiments as a self-contained HTML page with PNG plots.
 
-- a stream (`--stream`): consumers and Rscore over time per algorithm, latency histograms and
-  percentiles next to Kafka's equal-count assignment kd_N (Fig. 5-8), the Pareto front, the headline table;
-- the δ sweep (`--generate`): streams of Eq. 15 for δ ∈ {0, 5, …, 25}, CBS and average Rscore per δ
-  (Fig. 9-11) and the Pareto front per δ (Fig. 12).
+- a stream (`--stream`): the headline table (consumers, Rscore, CBS, latency percentiles), Kafka's
+  equal-count assignment kd_N over a range of N against the algorithms (Fig. 5-8), consumers and Rscore
+  over time, latency histograms, the Pareto front;
+- the δ sweep (`--generate`): streams of Eq. 15 for δ ∈ {0, 5, …, 25}, CBS, average Rscore and average
+  consumers per δ (Fig. 9-11) and the Pareto front per δ (Fig. 12).
+
+Both write index.html (figures inline), the PNGs and results.json (the figures behind the page) to --out.
 """
 
 from __future__ import annotations
@@ -12,18 +15,30 @@ import argparse
 import base64
 import html
 import io
+import json
+import math
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from app.sim.latency import LatencyModel, segments
-from app.sim.replay import Run, cbs
+from app.sim.evaluate import (
+    PAPER_ALGORITHMS,
+    check_names,
+    evaluate,
+    finite_or_null,
+    optimum,
+    replay_named,
+    results_of,
+)
+from app.sim.latency import LatencyModel, Segments, segments
+from app.sim.replay import Run
 from app.sim.stream import Measurement, generate_stream, load_stream
 
-PAPER_TWELVE = ["nf", "ff", "bf", "wf", "nfd", "ffd", "bfd", "wfd", "mwf", "mbf", "mwfp", "mbfp"]
 DELTAS = [0, 5, 10, 15, 20, 25]
+NEGLIGIBLE_S = 0.5  # a kd_N tail at or below this counts as "latency falls to ~0" (§VI-C)
+KAFKA_POINTS = 40  # kd_N curve: at most this many N between 1 and the partition count
 
 
 def pareto_front(points: dict[str, tuple[float, float]]) -> list[str]:
@@ -55,23 +70,28 @@ class Page:
 
     def table(self, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         def cell(value: Any) -> str:
+            if value is None or (isinstance(value, float) and math.isinf(value)):
+                return "∞"
             return f"{value:.3f}" if isinstance(value, float) else html.escape(str(value))
 
         head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
         body = "".join("<tr>" + "".join(f"<td>{cell(v)}</td>" for v in row) + "</tr>" for row in rows)
         self.parts.append(f"<table><tr>{head}</tr>{body}</table>")
 
-    def figure(self, name: str, figure: Any) -> None:
+    def figure(self, name: str, figure: Any, caption: str) -> None:
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
         data = buffer.getvalue()
         (self.out / f"{name}.png").write_bytes(data)
         encoded = base64.b64encode(data).decode()
-        self.parts.append(f'<figure><img alt="{name}" src="data:image/png;base64,{encoded}"><figcaption>{name}</figcaption></figure>')
+        self.parts.append(f'<figure><img alt="{name}" src="data:image/png;base64,{encoded}">'
+                          f"<figcaption>{html.escape(caption)}</figcaption></figure>")
 
-    def write(self) -> Path:
+    def write(self, results: Any) -> Path:
+        (self.out / "results.json").write_text(json.dumps(finite_or_null(results), allow_nan=False))
         style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}"
-                 "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}img{max-width:100%}")
+                 "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}img{max-width:100%}"
+                 "figcaption{color:#555;font-size:90%}")
         page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(self.title)}</title>"
                 f"<style>{style}</style></head><body><h1>{html.escape(self.title)}</h1>{''.join(self.parts)}</body></html>")
         path = self.out / "index.html"
@@ -79,158 +99,287 @@ class Page:
         return path
 
 
-def stream_report(stream: list[Measurement], capacity: float, algorithms: list[str], kafka: list[int],
-                  model: LatencyModel, out: Path) -> Path:
+def _pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from tqdm import tqdm
 
-    from app.sim.evaluate import run_named
+    return plt
 
-    names = algorithms + [f"kd_{n}" for n in kafka]
-    runs: dict[str, Run] = {}
-    for name in tqdm(names, desc="replaying", file=sys.stderr):
-        runs[name] = run_named(stream, capacity, name, keep=True)
-    figures = {name: segments(run.outcomes, model) for name, run in runs.items()}
-    summaries = {name: seg.summary() for name, seg in figures.items()}
-    scores = cbs([runs[n] for n in algorithms])
-    page = Page(out, f"groupfit report: {len(stream)} measurements, C = {capacity:g}, C̄ = {model.consumer_throughput:g}")
-    page.heading("Headline")
-    page.table(
-        ["algorithm", "avg consumers", "avg Rscore", "CBS", "p50 s", "p90 s", "p99 s", "max s"],
-        [[n, runs[n].avg_consumers, runs[n].avg_rscore, scores.get(n, "-"), *(summaries[n][p] for p in ("p50", "p90", "p99", "max"))]
-         for n in names],
-    )
-    for metric, label in (("consumers", "consumers"), ("rscore", "Rscore")):
-        figure, axis = plt.subplots(figsize=(10, 4))
-        for n in algorithms:
-            axis.plot(getattr(runs[n], metric), label=n, linewidth=1)
-        axis.set_xlabel("iteration")
-        axis.set_ylabel(label)
-        axis.legend(ncol=6, fontsize=8)
-        page.heading(f"{label} over time")
-        page.figure(f"{metric}_over_time", figure)
-        plt.close(figure)
-    page.heading("Latency (§VI-C): bytes by latency, above 0 s")
-    featured = [n for n in ("mwf", "bfd") if n in names] + [n for n in names if n.startswith("kd_")]
-    shown = [n for n in featured if summaries[n]["max"] > 0]
-    if shown:
-        figure, axes = plt.subplots(len(shown), 1, figsize=(10, 2.2 * len(shown)), squeeze=False)
-        for axis, n in zip(axes[:, 0], shown):
-            import numpy as np
 
-            edges = np.linspace(1e-9, summaries[n]["max"], 41)
-            axis.bar(edges[:-1], figures[n].histogram(edges), width=np.diff(edges), align="edge")
-            axis.set_ylabel(f"{n}\nbytes")
-            axis.set_title(f"{n}: p99 {summaries[n]['p99']:.2f} s, max {summaries[n]['max']:.2f} s", fontsize=9)
-        axes[-1, 0].set_xlabel("latency (s)")
-        figure.tight_layout()
-        page.figure("latency_histograms", figure)
-        plt.close(figure)
-    points = {n: (scores[n], runs[n].avg_rscore) for n in algorithms}
-    page.heading("Pareto front (CBS vs average Rscore)")
-    page.text("on the front: " + ", ".join(pareto_front(points)))
-    page.figure("pareto_front", _pareto_figure(plt, points, "this stream"))
-    return page.write()
+def _style(names: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """A distinct colour per algorithm; the line says the family (as given, decreasing, modified, other)."""
+    import matplotlib
+
+    colours = matplotlib.colormaps["tab20"].colors
+    family = {**dict.fromkeys(("nf", "ff", "bf", "wf"), "-"), **dict.fromkeys(("nfd", "ffd", "bfd", "wfd"), "--"),
+              **dict.fromkeys(("mwf", "mbf", "mwfp", "mbfp"), "-.")}
+    return {n: {"color": colours[i % len(colours)], "linestyle": family.get(n, ":")} for i, n in enumerate(names)}
+
+
+def _moving_average(values: Sequence[float], window: int) -> list[float]:
+    sums, total = [], 0.0
+    for i, v in enumerate(values):
+        total += v - (values[i - window] if i >= window else 0.0)
+        sums.append(total / min(i + 1, window))
+    return sums
 
 
 def _pareto_figure(plt: Any, points: dict[str, tuple[float, float]], title: str) -> Any:
     front = pareto_front(points)
-    figure, axis = plt.subplots(figsize=(6, 4))
+    figure, axis = plt.subplots(figsize=(6.5, 4.2))
     for name, (x, y) in points.items():
-        axis.scatter([x], [y], color="tab:red" if name in front else "tab:blue")
-        axis.annotate(name, (x, y), fontsize=8)
+        axis.scatter([x], [y], color="tab:red" if name in front else "tab:blue", zorder=3)
+        axis.annotate(name, (x, y), xytext=(4, 3), textcoords="offset points", fontsize=8)
     axis.plot([points[n][0] for n in front], [points[n][1] for n in front], color="tab:red", linewidth=1)
     axis.set_xlabel("CBS (operational cost)")
     axis.set_ylabel("average Rscore (rebalance cost)")
     axis.set_title(title)
+    axis.grid(alpha=0.3)
     return figure
 
 
-def sweep(partitions: int, measurements: int, capacity: float, seed: int, algorithms: list[str],
-          deltas: Sequence[int] = DELTAS) -> dict[int, dict[str, dict[str, float]]]:
-    """CBS and average Rscore of each algorithm on a generated stream per δ."""
+# -- a stream ------------------------------------------------------------------------------------
+
+
+def kafka_range(stream: Sequence[Measurement]) -> list[int]:
+    """N for the kd_N curve: 1 to the number of partitions, at most KAFKA_POINTS values."""
+    partitions = len({(t, p) for m in stream for t, ps in m.items() for p in ps})
+    step = max(1, math.ceil(partitions / KAFKA_POINTS))
+    return sorted(set(range(1, partitions + 1, step)) | {partitions})
+
+
+def stream_report(stream: list[Measurement], capacity: float, algorithms: list[str], kafka: list[int],
+                  model: LatencyModel, out: Path, optimum_time_limit_ms: int | None = None) -> Path:
     from tqdm import tqdm
 
-    from app.sim.replay import replay
+    plt = _pyplot()
+    curve = kafka_range(stream)
+    progress = tqdm(total=len(algorithms) + len(curve) + bool(optimum_time_limit_ms is not None), desc="replaying",
+                    file=sys.stderr)
+    runs: dict[str, Run] = {}
+    latency: dict[str, Segments] = {}
 
-    results: dict[int, dict[str, dict[str, float]]] = {}
-    for delta in tqdm(deltas, desc="δ sweep", file=sys.stderr):
-        stream = generate_stream(partitions, measurements, delta, seed + delta, capacity)
-        runs = [replay(stream, capacity, name) for name in algorithms]
-        scores = cbs(runs)
-        results[delta] = {
-            r.algorithm: {"cbs": scores[r.algorithm], "avg_rscore": r.avg_rscore, "avg_consumers": r.avg_consumers}
-            for r in runs
-        }
-    return results
+    def add(name: str) -> None:
+        (run,) = replay_named(stream, capacity, [name], keep=True)
+        runs[name], latency[name] = run, segments(run.outcomes, model)
+        run.outcomes.clear()  # the segments are all the report needs of them
+
+    for name in [*algorithms, *(f"kd_{n}" for n in curve)]:
+        add(name)
+        progress.update()
+    best = None
+    if optimum_time_limit_ms is not None:
+        best = optimum(stream, capacity, optimum_time_limit_ms)
+        progress.update()
+    progress.close()
+    summaries = {name: seg.summary() for name, seg in latency.items()}
+    reference = "mwf" if "mwf" in algorithms else min(algorithms, key=lambda n: summaries[n]["p99"])
+    same_cost = max(1, round(runs[reference].avg_consumers))
+    negligible = next((n for n in curve if summaries[f"kd_{n}"]["p99"] < NEGLIGIBLE_S), None)
+    featured = list(dict.fromkeys([*kafka, same_cost] + ([negligible] if negligible else [])))
+    for n in featured:
+        if f"kd_{n}" not in runs:
+            add(f"kd_{n}")
+            summaries[f"kd_{n}"] = latency[f"kd_{n}"].summary()
+    shown = [*algorithms, *(f"kd_{n}" for n in sorted(featured))]
+    results = results_of([runs[n] for n in shown], {n: latency[n] for n in shown}, best)
+    title = (f"groupfit report: {len(stream)} measurements, C = {capacity:g}, C̄ = {model.consumer_throughput:g}, "
+             f"{model.iteration_s:g} s iterations, {model.rebalance_s:g} s rebalances")
+    page = Page(out, title)
+
+    page.heading("Headline")
+    header = ["algorithm", "avg consumers", "avg Rscore", "CBS", *(["vs optimum"] if best else []),
+              "p50 s", "p90 s", "p95 s", "p99 s", "max s", "bytes > 0 s"]
+    page.table(header, [
+        [n, r["avg_consumers"], r["avg_rscore"], r["cbs"], *([r["optimum_excess"]] if best else []),
+         *(r["latency"][p] for p in ("p50", "p90", "p95", "p99", "max")),
+         f"{summaries[n]['above_zero'] / latency[n].bytes:.1%}" if latency[n].bytes else "-"]
+        for n, r in results.items()
+    ])
+    page.text("CBS (Eq. 28) is the mean excess over the fewest consumers of any assignment within C at each "
+              "iteration; kd_N ignores rates, so it may use fewer by overloading (negative CBS). Latency: the §VI-C "
+              "model over every byte from the second iteration on; ∞ marks bytes the model never reads.")
+    if best:
+        page.text(f"exact (CP-SAT, {optimum_time_limit_ms} ms per measurement): {best['avg_consumers']:.2f} consumers "
+                  f"on average, optimal proven in {best['proven']} of {len(best['consumers'])} measurements; "
+                  "'vs optimum' is CBS against its count.")
+
+    page.heading("Kafka's equal-count assignment (kd_N) against the algorithms")
+    _kafka_section(page, plt, curve, summaries, runs, reference, same_cost, negligible)
+
+    style = _style(algorithms)
+    window = 10 if len(stream) >= 50 else 1
+    for metric, label, smooth in (("consumers", "consumers", 1), ("rscore", "Rscore", window)):
+        figure, axis = plt.subplots(figsize=(10, 4.2))
+        for n in algorithms:
+            axis.plot(_moving_average(getattr(runs[n], metric), smooth), label=n, linewidth=1.1, **style[n])
+        axis.set_xlabel("iteration")
+        axis.set_ylabel(label if smooth == 1 else f"{label}, mean of the last {smooth} iterations")
+        axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside: lines stay visible
+        axis.grid(alpha=0.3)
+        page.heading(f"{label} over time")
+        page.figure(f"{metric}_over_time", figure, f"{label} per iteration" + (f" ({smooth}-iteration moving average)" if smooth > 1 else ""))
+        plt.close(figure)
+
+    page.heading("Latency (§VI-C): bytes by latency, above 0 s")
+    compared = list(dict.fromkeys([reference, *(n for n in ("mwf", "bfd") if n in algorithms)]))
+    _histograms(page, plt, [*compared, *(f"kd_{n}" for n in sorted(featured))], latency, summaries)
+
+    points = {n: (results[n]["cbs"], results[n]["avg_rscore"]) for n in algorithms}
+    page.heading("Pareto front (CBS vs average Rscore)")
+    page.text("on the front: " + ", ".join(pareto_front(points)))
+    figure = _pareto_figure(plt, points, "this stream")
+    page.figure("pareto_front", figure, "operational cost against rebalance cost; red: not dominated")
+    plt.close(figure)
+    kd_curve = {f"kd_{n}": {"avg_consumers": runs[f"kd_{n}"].avg_consumers,
+                            **{k: summaries[f"kd_{n}"][k] for k in ("p90", "p99", "max")}} for n in curve}
+    return page.write({"results": results, "kafka_curve": kd_curve,
+                       "smallest_kd_below_negligible": negligible, "reference": reference,
+                       **({"optimum": best} if best else {})})
 
 
-def sweep_report(results: dict[int, dict[str, dict[str, float]]], out: Path, title: str) -> Path:
-    import matplotlib
+def _kafka_section(page: Page, plt: Any, curve: list[int], summaries: dict[str, dict[str, float]],
+                   runs: dict[str, Run], reference: str, same_cost: int, negligible: int | None) -> None:
+    figure, axis = plt.subplots(figsize=(10, 4.2))
+    for p, marker in (("p99", "o"), ("p90", "s")):
+        axis.plot(curve, [summaries[f"kd_{n}"][p] for n in curve], marker=marker, markersize=3, label=f"kd_N {p}")
+        axis.axhline(summaries[reference][p], linestyle="--", linewidth=1,
+                     color="tab:blue" if p == "p99" else "tab:orange", label=f"{reference} {p}")
+    axis.axvline(runs[reference].avg_consumers, color="grey", linestyle=":", label=f"{reference} average consumers")
+    axis.set_yscale("symlog", linthresh=1)  # 0 s and hours on one axis
+    axis.set_ylim(bottom=0)
+    axis.set_xlabel("N (consumers)")
+    axis.set_ylabel("latency (s)")
+    axis.legend(fontsize=8)
+    axis.grid(alpha=0.3)
+    page.figure("kafka_by_consumers", figure, "kd_N tail latency by N, beside the reference algorithm")
+    plt.close(figure)
+    ref = summaries[reference]
+    text = (f"{reference}: {runs[reference].avg_consumers:.2f} consumers on average, p90 {ref['p90']:.2f} s, "
+            f"p99 {ref['p99']:.2f} s. At the same cost kd_{same_cost} has p90 {summaries[f'kd_{same_cost}']['p90']:.2f} s, "
+            f"p99 {summaries[f'kd_{same_cost}']['p99']:.2f} s. ")
+    if negligible is None:
+        text += f"No kd_N up to N = {curve[-1]} brings p99 below {NEGLIGIBLE_S} s."
+    else:
+        text += (f"The smallest N with p99 below {NEGLIGIBLE_S} s is kd_{negligible}: "
+                 f"{negligible / runs[reference].avg_consumers:.2f}× {reference}'s consumers.")
+    page.text(text)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
+def _histograms(page: Page, plt: Any, names: list[str], latency: dict[str, Segments],
+                summaries: dict[str, dict[str, float]]) -> None:
+    import numpy as np
+
+    shown = [n for n in names if summaries[n]["above_zero"] > 0]
+    if not shown:
+        page.text("no byte waits in any of " + ", ".join(names))
+        return
+    figure, axes = plt.subplots(len(shown), 1, figsize=(10, 2.3 * len(shown)), squeeze=False)
+    for axis, n in zip(axes[:, 0], shown):
+        top = latency[n].finite_max()
+        edges = np.linspace(1e-9, top, 41)
+        axis.bar(edges[:-1], latency[n].histogram(edges), width=np.diff(edges), align="edge")
+        axis.set_ylabel("bytes")
+        share = summaries[n]["above_zero"] / latency[n].bytes
+        axis.set_title(f"{n}: {share:.1%} of bytes wait; p99 {summaries[n]['p99']:.2f} s, max {summaries[n]['max']:.2f} s",
+                       fontsize=9)
+    axes[-1, 0].set_xlabel("latency (s)")
+    figure.tight_layout()
+    page.figure("latency_histograms", figure, "bytes by latency above 0 s (rates × seconds)")
+    plt.close(figure)
+
+
+# -- the δ sweep ---------------------------------------------------------------------------------
+
+
+def sweep(partitions: int, measurements: int, capacity: float, seed: int, algorithms: list[str],
+          deltas: Sequence[int] = DELTAS, optimum_time_limit_ms: int | None = None) -> dict[int, dict[str, Any]]:
+    """`evaluate` of each algorithm on a generated stream per δ (seed + δ)."""
+    from tqdm import tqdm
+
+    return {
+        delta: evaluate(generate_stream(partitions, measurements, delta, seed + delta, capacity), capacity, algorithms,
+                        None, optimum_time_limit_ms)
+        for delta in tqdm(deltas, desc="δ sweep", file=sys.stderr)
+    }
+
+
+def sweep_report(results: dict[int, dict[str, Any]], out: Path, title: str) -> Path:
+    plt = _pyplot()
     page = Page(out, title)
     deltas = sorted(results)
-    algorithms = list(results[deltas[0]])
-    for metric, label in (("cbs", "CBS (Eq. 28)"), ("avg_rscore", "average Rscore (Eq. 29)")):
-        figure, axis = plt.subplots(figsize=(10, 4))
+    algorithms = list(results[deltas[0]]["results"])
+    style = _style(algorithms)
+    metrics = [("cbs", "CBS (Eq. 28)"), ("avg_rscore", "average Rscore (Eq. 29)"), ("avg_consumers", "average consumers")]
+    if "optimum" in results[deltas[0]]:
+        metrics.append(("optimum_excess", "CBS against the exact optimum"))
+    for metric, label in metrics:
+        figure, axis = plt.subplots(figsize=(10, 4.2))
         for name in algorithms:
-            axis.plot(deltas, [results[d][name][metric] for d in deltas], marker="o", label=name, linewidth=1)
-        axis.set_xlabel("δ")
+            axis.plot(deltas, [results[d]["results"][name][metric] for d in deltas], marker="o", markersize=4,
+                      label=name, linewidth=1.1, **style[name])
+        axis.set_xlabel("δ (largest step between measurements, % of C)")
         axis.set_ylabel(label)
-        axis.legend(ncol=6, fontsize=8)
+        axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside: lines stay visible
+        axis.grid(alpha=0.3)
         page.heading(f"{label} per δ")
-        page.figure(f"{metric}_per_delta", figure)
+        page.figure(f"{metric}_per_delta", figure, f"{label} of each algorithm per δ")
         plt.close(figure)
         page.table(["algorithm", *(f"δ={d}" for d in deltas)],
-                   [[name, *(results[d][name][metric] for d in deltas)] for name in algorithms])
+                   [[name, *(results[d]["results"][name][metric] for d in deltas)] for name in algorithms])
     for d in deltas:
-        points = {n: (results[d][n]["cbs"], results[d][n]["avg_rscore"]) for n in algorithms}
+        points = {n: (results[d]["results"][n]["cbs"], results[d]["results"][n]["avg_rscore"]) for n in algorithms}
         page.heading(f"Pareto front, δ = {d}")
         page.text("on the front: " + ", ".join(pareto_front(points)))
         figure = _pareto_figure(plt, points, f"δ = {d}")
-        page.figure(f"pareto_delta_{d}", figure)
+        page.figure(f"pareto_delta_{d}", figure, f"CBS against average Rscore at δ = {d}; red: not dominated")
         plt.close(figure)
-    return page.write()
+    summary = {d: {n: {k: v for k, v in r.items() if k not in ("consumers", "rscore")}
+                   for n, r in results[d]["results"].items()} for d in deltas}
+    return page.write(summary)
 
 
-# -- the command ---------------------------------------------------------------------------
+# -- the command ---------------------------------------------------------------------------------
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--stream", help="JSON list of measurements, topic → {partition: rate}")
     source.add_argument("--generate", action="store_true", help="the paper's δ sweep on generated streams")
-    parser.add_argument("--out", required=True, help="directory for index.html and the PNGs")
+    parser.add_argument("--out", required=True, help="directory for index.html, the PNGs and results.json")
     parser.add_argument("--capacity", type=float, default=100.0)
-    parser.add_argument("--algorithms", default=",".join(PAPER_TWELVE))
-    parser.add_argument("--kafka", default="15,20,24,27", help="N of the kd_N to compare with (stream report)")
+    parser.add_argument("--algorithms", default=",".join(PAPER_ALGORITHMS))
+    parser.add_argument("--kafka", default="",
+                        help="N of kd_N to show beside the algorithms (always: the reference algorithm's average "
+                             "consumers and the smallest N with p99 < 0.5 s)")
     parser.add_argument("--consumer-throughput", type=float, default=133.0)
     parser.add_argument("--iteration-s", type=float, default=30.0)
     parser.add_argument("--rebalance-s", type=float, default=5.0)
     parser.add_argument("--partitions", type=int, default=200, help="--generate: partitions per stream")
     parser.add_argument("--measurements", type=int, default=500, help="--generate: measurements per stream")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--deltas", default=",".join(map(str, DELTAS)), help="--generate: the δ values")
+    parser.add_argument("--seed", type=int, default=1, help="--generate: the stream of δ uses seed + δ")
+    parser.add_argument("--optimum", action="store_true",
+                        help="also the exact algorithm's optimum per measurement (up to --optimum-time-limit-ms each)")
+    parser.add_argument("--optimum-time-limit-ms", type=int, default=1000)
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.sim.evaluate import check_names
-
-    algorithms = [a for a in args.algorithms.split(",") if a]
+    algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
     check_names(algorithms)
     started = time.perf_counter()
     out = Path(args.out)
+    best = args.optimum_time_limit_ms if args.optimum else None
     if args.generate:
-        results = sweep(args.partitions, args.measurements, args.capacity, args.seed, algorithms)
-        path = sweep_report(results, out, f"groupfit δ sweep: {args.partitions} partitions × {args.measurements} measurements")
+        deltas = [int(d) for d in args.deltas.split(",") if d.strip()]
+        results = sweep(args.partitions, args.measurements, args.capacity, args.seed, algorithms, deltas, best)
+        path = sweep_report(results, out, f"groupfit δ sweep: {args.partitions} partitions × {args.measurements} "
+                                          f"measurements, C = {args.capacity:g}, seeds {args.seed} + δ")
     else:
         model = LatencyModel(args.consumer_throughput, args.iteration_s, args.rebalance_s)
-        kafka = [int(n) for n in args.kafka.split(",") if n]
-        path = stream_report(load_stream(args.stream), args.capacity, algorithms, kafka, model, out)
+        kafka = [int(n) for n in args.kafka.split(",") if n.strip()]
+        path = stream_report(load_stream(args.stream), args.capacity, algorithms, kafka, model, out, best)
     print(f"{path} ({time.perf_counter() - started:.1f} s)")
     return 0

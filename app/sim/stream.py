@@ -6,6 +6,7 @@ import json
 import random
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from app.core.errors import AssignmentError
 from app.core.model import PartitionKey
@@ -14,11 +15,18 @@ Measurement = dict[str, dict[str, float]]
 
 
 def generate_stream(
-    partitions: int, measurements: int, delta: float, seed: int, capacity: float = 100.0, topics: int = 1
+    partitions: int, measurements: int, delta: float, seed: int, capacity: float = 100.0, topics: int = 1,
+    ordered: bool = False,
 ) -> list[Measurement]:
     """Eq. 15 with integer steps: s_j(t_1) ~ U[0, 100]%·C, then s_j(t_k) = s_j(t_{k-1}) + φ(δ)%·C,
-    clipped to [0, 100]%·C as the published generator does."""
+    clipped to [0, 100]%·C as the published generator does.
+
+    After the first, each measurement lists its partitions in a random order, as the published stream
+    does (shared/reference): the algorithms that take partitions as given (nf ff bf wf) then see the
+    order the published code gave them by shuffling, while groupfit stays deterministic in its input.
+    `ordered` keeps every measurement in (topic, partition) order; the rates are the same either way."""
     rng = random.Random(seed)
+    shuffler = random.Random(f"order:{seed}")
     step = capacity / 100.0
     keys = [(f"topic-{t}", p) for t in range(topics) for p in range(partitions // topics + (t < partitions % topics))]
     level = [rng.randint(0, 100) for _ in keys]
@@ -26,8 +34,11 @@ def generate_stream(
     for k in range(measurements):
         if k:
             level = [min(100, max(0, v + rng.randint(-int(delta), int(delta)))) for v in level]
+        listed = list(zip(keys, level))
+        if k and not ordered:
+            shuffler.shuffle(listed)
         measurement: Measurement = {}
-        for (topic, partition), v in zip(keys, level):
+        for (topic, partition), v in listed:
             measurement.setdefault(topic, {})[str(partition)] = v * step
         stream.append(measurement)
     return stream
@@ -50,11 +61,29 @@ def flatten(measurement: Measurement) -> tuple[list[PartitionKey], list[float]]:
     return keys, rates
 
 
-def load_stream(path: str | Path) -> list[Measurement]:
-    data = json.loads(Path(path).read_text())
-    if not isinstance(data, list) or not all(isinstance(m, dict) for m in data):
-        raise ValueError(f"{path}: a stream is a JSON list of measurements, each topic → {{partition: rate}}")
+def check_stream(data: Any) -> list[Measurement]:
+    """A non-empty JSON list of measurements, each topic → {partition: rate} with numeric rates (the
+    partitions and the rates themselves are checked when each measurement becomes a problem)."""
+    if not isinstance(data, list) or not data:
+        raise AssignmentError("invalid_request", "a stream is a non-empty JSON list of measurements.")
+    for k, measurement in enumerate(data):
+        if not isinstance(measurement, dict) or not all(isinstance(p, dict) for p in measurement.values()):
+            raise AssignmentError("invalid_request", f"measurement {k} is not an object topic → {{partition: rate}}.")
+        for topic, partitions in measurement.items():
+            for partition, rate in partitions.items():
+                if isinstance(rate, bool) or not isinstance(rate, (int, float)):
+                    raise AssignmentError(
+                        "invalid_rate", f"measurement {k}: partition {topic}/{partition} has rate {rate!r}; rates are numbers."
+                    )
     return data
+
+
+def load_stream(path: str | Path) -> list[Measurement]:
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise AssignmentError("invalid_request", f"{path}: cannot read a JSON stream ({exc}).") from None
+    return check_stream(data)
 
 
 def dump_stream(stream: Iterable[Measurement], path: str | Path) -> None:

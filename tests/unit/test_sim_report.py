@@ -1,0 +1,49 @@
+"""`groupfit report`: the Pareto front and the pages it writes."""
+
+from __future__ import annotations
+
+import json
+
+from app.cli import main
+from app.sim.report import kafka_range, pareto_front
+from app.sim.stream import generate_stream, load_stream
+
+
+def test_pareto_front():
+    points = {"a": (0.0, 5.0), "b": (1.0, 1.0), "c": (1.0, 2.0), "d": (0.5, 3.0), "e": (2.0, 1.0)}
+    assert pareto_front(points) == ["a", "d", "b"]
+
+
+def test_kafka_range_covers_one_to_the_partition_count():
+    assert kafka_range([{"t": {str(p): 1.0 for p in range(32)}}]) == list(range(1, 33))
+    wide = kafka_range(generate_stream(200, 2, 5, seed=1))
+    assert wide[0] == 1 and wide[-1] == 200 and len(wide) <= 41
+
+
+def test_stream_report_writes_a_page_with_plots_and_figures(reference_stream_path, tmp_path):
+    short = tmp_path / "short.json"
+    short.write_text(json.dumps(load_stream(reference_stream_path)[:12]))
+    out = tmp_path / "r"
+    assert main(["report", "--stream", str(short), "--out", str(out), "--algorithms", "mwf,bfd", "--kafka", "20"]) == 0
+    page = (out / "index.html").read_text()
+    for name in ("consumers_over_time", "rscore_over_time", "latency_histograms", "pareto_front", "kafka_by_consumers"):
+        assert (out / f"{name}.png").stat().st_size > 1000
+        assert f'alt="{name}"' in page
+    figures = json.loads((out / "results.json").read_text())
+    assert set(figures["kafka_curve"]) == {f"kd_{n}" for n in range(1, 33)}
+    mwf_consumers = round(figures["results"]["mwf"]["avg_consumers"])
+    assert {"mwf", "bfd", "kd_20", f"kd_{mwf_consumers}"} <= set(figures["results"])
+    assert figures["reference"] == "mwf"
+    assert "p95 s" in page and "kd_20" in page
+
+
+def test_sweep_report(tmp_path):
+    out = tmp_path / "g"
+    assert main(["report", "--generate", "--partitions", "20", "--measurements", "15", "--deltas", "0,25",
+                 "--algorithms", "mwf,nfd", "--out", str(out)]) == 0
+    for name in ("cbs_per_delta", "avg_rscore_per_delta", "avg_consumers_per_delta", "pareto_delta_0", "pareto_delta_25"):
+        assert (out / f"{name}.png").exists()
+    figures = json.loads((out / "results.json").read_text())
+    assert set(figures) == {"0", "25"} and set(figures["25"]) == {"mwf", "nfd"}
+    assert figures["0"]["nfd"]["avg_rscore"] == 0  # rates fixed at δ = 0: largest-first repacks the same way
+    assert figures["25"]["nfd"]["avg_rscore"] > 0
