@@ -1,6 +1,7 @@
 """Time the consumer leader's call to groupfit adds to a rebalance: the assignor's assign() for a group of
-1 000 partitions and 20 members, against a live service (p50/p99 over 50 rebalances), and the local
-fallback's time when the service is down.
+1 000 partitions and 20 members, against a live service (p50/p99 over 50 rebalances; rates read from the
+service or given by a callable), and the local fallback's time when the service is down (connection
+refused) or hung (accepts, never answers: the deadline).
 
     .venv/bin/python bench/rebalance.py [--url http://127.0.0.1:8000]
 """
@@ -9,11 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import statistics
 import time
 
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
-
+from groupfit_client import GroupfitClient
 from groupfit_client.assignor import groupfit_assignor
 from live import service_at
 
@@ -26,12 +28,13 @@ class Cluster:
         return set(range(self.topics[topic]))
 
 
-def timings(assignor: type, cluster: Cluster, members: dict, runs: int) -> list[float]:
+def timings(assignor: type, cluster: Cluster, members: dict, runs: int, source: str) -> list[float]:
     times = []
     for _ in range(runs):
         started = time.perf_counter()
         assignor.assign(cluster, members)
         times.append(time.perf_counter() - started)
+        assert assignor.last_source == source, assignor.last_source
     return times
 
 
@@ -39,23 +42,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url")
     parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--hung-runs", type=int, default=3, help="rebalances against a service that never answers")
     args = parser.parse_args()
+    cluster = Cluster({f"topic-{t}": 125 for t in range(8)})
+    members = {f"member-{i}": ConsumerProtocolMemberMetadata(0, sorted(cluster.topics), json.dumps({"id": f"c{i}"}).encode())
+               for i in range(20)}
+    partitions = [(t, p) for t in sorted(cluster.topics) for p in range(cluster.topics[t])]
+    rates = lambda partitions: {(t, p): 2.0 + (p * 7) % 40 for t, p in partitions}
+    group = f"bench-{int(time.time())}"
+    figures = {}
     with service_at(args.url) as (url, _):
-        cluster = Cluster({f"topic-{t}": 125 for t in range(8)})
-        members = {f"member-{i}": ConsumerProtocolMemberMetadata(0, sorted(cluster.topics), json.dumps({"id": f"c{i}"}).encode())
-                   for i in range(20)}
-        rates = lambda partitions: {(t, p): 2.0 + (p * 7) % 40 for t, p in partitions}  # noqa: E731
-        group = f"bench-{int(time.time())}"
-        leader = groupfit_assignor(url, group, "c0", capacity=100, rates=rates)
-        service_times = timings(leader, cluster, members, args.runs)
-        assert leader.last_source == "service"
-        down = groupfit_assignor("http://127.0.0.1:1", group, "c0", capacity=100, rates=rates, deadline_s=2)
-        fallback_times = timings(down, cluster, members, 10)
-        assert down.last_source == "fallback"
-        for name, values in (("service", service_times), ("fallback (service down)", fallback_times)):
-            ordered = sorted(values)
-            p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
-            print(f"{name:<26} p50 {statistics.median(values) * 1e3:7.1f} ms   p99 {p99 * 1e3:7.1f} ms   ({len(values)} rebalances)")
+        GroupfitClient(url).put_rates(group, [{"topic": t, "partition": p, "rate": r} for (t, p), r in rates(partitions).items()],
+                                      "2026-11-22T10:00:00Z")
+        figures["service, stored rates"] = timings(groupfit_assignor(url, group, "c0", capacity=100), cluster, members, args.runs, "service")
+        figures["service, rates callable"] = timings(groupfit_assignor(url, group, "c0", capacity=100, rates=rates), cluster, members,
+                                                     args.runs, "service")
+    down = groupfit_assignor("http://127.0.0.1:1", group, "c0", capacity=100, rates=rates)
+    figures["fallback, service down"] = timings(down, cluster, members, args.runs, "fallback")
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts connections, never answers
+        hung = groupfit_assignor(f"http://127.0.0.1:{silent.getsockname()[1]}", group, "c0", capacity=100, deadline_s=2)
+        figures["fallback, service hung (2 s deadline)"] = timings(hung, cluster, members, args.hung_runs, "fallback")
+    print(f"assignor.assign(): {len(partitions)} partitions, {len(members)} members")
+    for name, values in figures.items():
+        ordered = sorted(values)
+        p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+        print(f"{name:<38} p50 {statistics.median(values) * 1e3:7.1f} ms   p99 {p99 * 1e3:7.1f} ms   ({len(values)} rebalances)")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ aiokafka's assignors are classes with classmethods, so `groupfit_assignor(...)` 
 
 from __future__ import annotations
 
+import heapq
 import json
 import logging
 import time
@@ -77,6 +78,9 @@ def groupfit_assignor(
     rates) unless members advertise theirs (`member_capacity`); `rates` maps partitions to their rates
     (default: the service's stored rates for `group`)."""
 
+    # One client for every rebalance: making one costs tens of milliseconds, and its connection is kept.
+    client = GroupfitClient(service_url, timeout=deadline_s, retries=0)
+
     class GroupfitAssignor(AbstractPartitionAssignor):
         name = "groupfit"
         version = 0
@@ -108,8 +112,8 @@ def groupfit_assignor(
             advertised = [m.capacity for m in decoded.values() if m.capacity]
             started = time.perf_counter()
             try:
-                owner = _ask_service(service_url, group, algorithm, min(advertised, default=capacity), deadline_s,
-                                     rates, identities, partitions)
+                owner = _ask_service(client, group, algorithm, min(advertised, default=capacity), deadline_s, rates,
+                                     identities, partitions)
                 cls.last_source = "service"
             except Exception as exc:  # noqa: BLE001 - any failure falls back; the rebalance must go on
                 log.warning("groupfit gave no usable assignment (%s: %s); assigning locally", type(exc).__name__, exc)
@@ -146,38 +150,38 @@ def _distinct(members: dict[str, Member]) -> dict[str, Member]:
     return result
 
 
-def _ask_service(service_url: str, group: str, algorithm: str, capacity: float, deadline_s: float, rates: RatesFn | None,
-                 identities: list[str], partitions: list[TopicPartition]) -> dict[TopicPartition, str]:
+def _ask_service(client: GroupfitClient, group: str, algorithm: str, capacity: float, deadline_s: float,
+                 rates: RatesFn | None, identities: list[str], partitions: list[TopicPartition]) -> dict[TopicPartition, str]:
     """The service's assignment, partition → identity, within the deadline (rates read included)."""
     deadline = time.monotonic() + deadline_s
-    with GroupfitClient(service_url, timeout=deadline_s, retries=0) as client:
-        lags: dict[TopicPartition, int] = {}
-        if rates is not None:
-            known = dict(rates(partitions))
-        else:
-            try:
-                stored = client.rates(group)["partitions"]
-            except GroupfitError as error:
-                if error.code != "group_not_found":
-                    raise
-                stored = []
-            known = {(p["topic"], p["partition"]): p["rate"] for p in stored}
-            lags = {(p["topic"], p["partition"]): p["lag"] for p in stored if p.get("lag") is not None}
-        if not any(tp in known for tp in partitions):
-            # All rates zero would pack every partition onto one member; balanced counts serve better.
-            raise UnusableAnswer(f"no rates known for group {group!r}'s partitions")
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError("the deadline passed while reading rates")
-        client.http.timeout = remaining
-        answer = client.assign({
-            "algorithm": algorithm,
-            "capacity": capacity,
-            "group": group,
-            "members": identities,
-            "partitions": [{"topic": t, "partition": p, "rate": float(known.get((t, p), 0.0)),
-                            **({"lag": lags[t, p]} if (t, p) in lags else {})} for t, p in partitions],
-        })
+    client.http.timeout = deadline_s
+    lags: dict[TopicPartition, int] = {}
+    if rates is not None:
+        known = dict(rates(partitions))
+    else:
+        try:
+            stored = client.rates(group)["partitions"]
+        except GroupfitError as error:
+            if error.code != "group_not_found":
+                raise
+            stored = []
+        known = {(p["topic"], p["partition"]): p["rate"] for p in stored}
+        lags = {(p["topic"], p["partition"]): p["lag"] for p in stored if p.get("lag") is not None}
+    if not any(tp in known for tp in partitions):
+        # All rates zero would pack every partition onto one member; balanced counts serve better.
+        raise UnusableAnswer(f"no rates known for group {group!r}'s partitions")
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise TimeoutError("the deadline passed while reading rates")
+    client.http.timeout = remaining
+    answer = client.assign({
+        "algorithm": algorithm,
+        "capacity": capacity,
+        "group": group,
+        "members": identities,
+        "partitions": [{"topic": t, "partition": p, "rate": float(known.get((t, p), 0.0)),
+                        **({"lag": lags[t, p]} if (t, p) in lags else {})} for t, p in partitions],
+    })
     owner = {(p["topic"], p["partition"]): member for member, held in answer["assignment"].items() for p in held}
     strangers = set(owner.values()) - set(identities)
     if strangers or sorted(owner) != partitions:
@@ -206,9 +210,13 @@ def sticky_fallback(members: list[str], partitions: list[TopicPartition], last_o
         if previous in count and count[previous] < quota[previous]:
             owner[tp] = previous
             count[previous] += 1
+    open_members = [(count[m], m) for m in members if count[m] < quota[m]]  # the least loaded first
+    heapq.heapify(open_members)
     for tp in partitions:
         if tp not in owner:
-            member = min((m for m in members if count[m] < quota[m]), key=lambda m: (count[m], m))
+            _, member = heapq.heappop(open_members)
             owner[tp] = member
             count[member] += 1
+            if count[member] < quota[member]:
+                heapq.heappush(open_members, (count[member], member))
     return owner
