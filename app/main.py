@@ -1,136 +1,27 @@
-"""`create_app()` and `groupfit serve`."""
+"""`groupfit serve`, `groupfit openapi`, and `create_app()` (the app itself is built in app.api.factory).
+
+Every `groupfit` command imports this module to build its parser, so the web stack (~0.6 s of imports)
+is loaded only when a command or a caller actually needs the app.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
-from contextlib import asynccontextmanager
 from typing import Any
 
-import msgspec
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.middleware.cors import CORSMiddleware
-from fastapi.openapi.utils import get_openapi
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from starlette.exceptions import HTTPException
-from starlette.responses import Response
 
-from app.api import schemas
-from app.api.auth import Authorizer
-from app.api.errors import error_response, from_exception
-from app.api.observability import Metrics, ObservabilityMiddleware, configure_logging, log
-from app.api.routes import router
-from app.core.algorithm import algorithms
-from app.core.errors import AssignmentError
-from app.settings import Settings, get_settings
-from app.store.groups import GroupStore, StoreUnavailable
+def __getattr__(name: str) -> Any:
+    """`from app.main import create_app` (and `openapi_json`) without importing FastAPI at module import."""
+    if name in ("create_app", "openapi_json"):
+        from app.api import factory
 
-VERSION = "0.1.0"
-
-
-def create_app(settings: Settings | None = None) -> FastAPI:
-    settings = settings or get_settings()
-    configure_logging(settings.log_level)
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI):
-        yield
-        await app.state.store.close()
-
-    app = FastAPI(
-        title="groupfit",
-        version=VERSION,
-        description="Partition assignment as a service for message-broker consumer groups.",
-        lifespan=lifespan,
-    )
-    app.state.settings = settings
-    app.state.metrics = Metrics()
-    app.state.store = GroupStore(
-        settings.redis_url or "redis://127.0.0.1:6379/0",
-        settings.key_prefix,
-        settings.redis_timeout_s,
-        settings.history_limit,
-        settings.idempotency_ttl_s,
-    )
-    app.state.authorizer = Authorizer(settings.auth_tokens)
-    app.include_router(router)
-    if settings.cors_origins:
-        app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST", "PUT", "DELETE"],
-                           allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "X-Request-ID"])
-    app.add_middleware(ObservabilityMiddleware, metrics=app.state.metrics)
-
-    @app.get("/metrics", summary="Prometheus metrics", response_class=Response,
-             responses={200: {"description": "Prometheus text format", "content": {"text/plain": {}}}})
-    async def metrics() -> Response:
-        return Response(generate_latest(app.state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
-
-    @app.exception_handler(AssignmentError)
-    async def bad_input(_: Request, exc: AssignmentError) -> Response:
-        return from_exception(exc)
-
-    @app.exception_handler(StoreUnavailable)
-    async def store_down(_: Request, exc: StoreUnavailable) -> Response:
-        return error_response(
-            "store_unavailable",
-            "the state store (Redis) does not answer; retry shortly. Requests without 'group' keep working.",
-            {"reason": str(exc)},
-            headers={"Retry-After": "1"},
-        )
-
-    @app.exception_handler(RequestValidationError)
-    async def bad_parameters(_: Request, exc: RequestValidationError) -> Response:
-        first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid"}
-        where = ".".join(str(part) for part in first["loc"])
-        return error_response(
-            "invalid_request", f"{where}: {first['msg']}.",
-            [{"loc": [str(p) for p in e["loc"]], "msg": e["msg"]} for e in exc.errors()],
-        )
-
-    @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException) -> Response:
-        where = f"{request.method} {request.url.path}"
-        code, message = {
-            404: ("not_found", f"there is no endpoint {where}; the API is described at /docs and /openapi.json."),
-            405: ("method_not_allowed", f"{where} is not allowed; the API is described at /docs and /openapi.json."),
-        }.get(exc.status_code, ("invalid_request", f"{exc.detail}."))
-        response = error_response(code, message)
-        response.status_code = exc.status_code
-        return response
-
-    @app.exception_handler(Exception)
-    async def unexpected(request: Request, exc: Exception) -> Response:
-        log.error("unhandled error", exc_info=exc,
-                  extra={"fields": {"request_id": request.scope.get("state", {}).get("request_id")}})
-        return error_response("internal_error", "the service failed on this request; it is logged, please report it.")
-
-    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
-    return app
-
-
-def _openapi(app: FastAPI) -> dict[str, Any]:
-    """FastAPI's schema of the routes, with the bodies' schemas generated from the msgspec Structs."""
-    if app.openapi_schema is None:
-        document = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
-        _, components = msgspec.json.schema_components(schemas.ALL_SCHEMAS, ref_template="#/components/schemas/{name}")
-        document.setdefault("components", {}).setdefault("schemas", {}).update(components)
-        names = sorted(algorithms())
-        components["AssignRequest"]["properties"]["algorithm"]["enum"] = names
-        app.openapi_schema = document
-    return app.openapi_schema
-
-
-# -- groupfit serve ------------------------------------------------------------------------
+        return getattr(factory, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 OPENAPI_PATH = "openapi/openapi.json"
-
-
-def openapi_json() -> str:
-    """The contract as committed in openapi/openapi.json (a test fails when the two differ)."""
-    return json.dumps(create_app(Settings(redis_url="redis://127.0.0.1:1/0")).openapi(), indent=2, sort_keys=True) + "\n"
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
@@ -142,6 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.api.factory import create_app, openapi_json
+    from app.api.observability import configure_logging, log
+    from app.settings import get_settings
+
     if args.command == "openapi":
         text = openapi_json()
         if args.out == "-":
