@@ -1,13 +1,16 @@
-"""`groupfit generate-stream` and `groupfit evaluate`."""
+"""`groupfit generate-stream`, `groupfit evaluate` and `groupfit report`. Only light modules at the top:
+every command module is imported to build the parser; numpy and matplotlib load when a command runs."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+import time
+from pathlib import Path
 
-from app.sim.evaluate import PAPER_ALGORITHMS, evaluate_document
-from app.sim.stream import dump_stream, generate_stream, load_stream
+from app.sim.replay import PAPER_ALGORITHMS
+from app.sim.stream import DELTAS, dump_stream, generate_stream, load_stream
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
@@ -22,20 +25,34 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
                             help="list partitions in (topic, partition) order in every measurement "
                                  "(default: a random order after the first, as in the published stream)")
         parser.add_argument("--out", "-o", default="-", help="output file (default: standard output)")
-    else:
+        return
+    if command == "evaluate":
         parser.add_argument("--stream", required=True, help="JSON list of measurements, topic → {partition: rate}")
         parser.add_argument("--capacity", type=float, required=True)
-        parser.add_argument("--algorithms", default=",".join(PAPER_ALGORITHMS),
-                            help="comma-separated registered names and kd_<N> (Kafka's equal-count assignment, N consumers)")
         parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
         parser.add_argument("--latency", action="store_true", help="add latency percentiles (Landau et al. §VI-C)")
-        parser.add_argument("--consumer-throughput", type=float, default=133.0, help="C̄, real consumer throughput")
-        parser.add_argument("--iteration-s", type=float, default=30.0)
-        parser.add_argument("--rebalance-s", type=float, default=5.0)
-        parser.add_argument("--optimum", action="store_true",
-                            help="compare consumers with the exact algorithm's optimum per measurement (small streams: "
-                                 "up to --optimum-time-limit-ms per measurement)")
-        parser.add_argument("--optimum-time-limit-ms", type=int, default=1000)
+    else:
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("--stream", help="JSON list of measurements, topic → {partition: rate}")
+        source.add_argument("--generate", action="store_true", help="the paper's δ sweep on generated streams")
+        parser.add_argument("--out", required=True, help="directory for index.html, the PNGs and results.json")
+        parser.add_argument("--capacity", type=float, default=100.0)
+        parser.add_argument("--kafka", default="",
+                            help="N of kd_N to show beside the algorithms (always shown: kd_N at the reference "
+                                 "algorithm's average consumers, and the smallest N with p99 < 0.5 s)")
+        parser.add_argument("--partitions", type=int, default=200, help="--generate: partitions per stream")
+        parser.add_argument("--measurements", type=int, default=500, help="--generate: measurements per stream")
+        parser.add_argument("--deltas", default=",".join(map(str, DELTAS)), help="--generate: the δ values")
+        parser.add_argument("--seed", type=int, default=1, help="--generate: the stream of δ uses seed + δ")
+    parser.add_argument("--algorithms", default=",".join(PAPER_ALGORITHMS),
+                        help="comma-separated registered names and kd_<N> (Kafka's equal-count assignment, N consumers)")
+    parser.add_argument("--consumer-throughput", type=float, default=133.0, help="C̄, real consumer throughput")
+    parser.add_argument("--iteration-s", type=float, default=30.0)
+    parser.add_argument("--rebalance-s", type=float, default=5.0)
+    parser.add_argument("--optimum", action="store_true",
+                        help="compare consumers with the exact algorithm's optimum per measurement (small streams: "
+                             "up to --optimum-time-limit-ms per measurement)")
+    parser.add_argument("--optimum-time-limit-ms", type=int, default=1000)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,31 +65,54 @@ def run(args: argparse.Namespace) -> int:
         else:
             dump_stream(stream, args.out)
         return 0
-    doc: dict = {
-        "stream": load_stream(args.stream),
-        "capacity": args.capacity,
-        "algorithms": [name.strip() for name in args.algorithms.split(",") if name.strip()],
-    }
+    algorithms = [name.strip() for name in args.algorithms.split(",") if name.strip()]
+    if args.command == "report":
+        return report(args, algorithms)
+    from app.sim.evaluate import evaluate_document
+
+    doc: dict = {"stream": load_stream(args.stream), "capacity": args.capacity, "algorithms": algorithms}
     if args.latency:
         doc["latency"] = {"consumer_throughput": args.consumer_throughput, "iteration_s": args.iteration_s,
                           "rebalance_s": args.rebalance_s}
     if args.optimum:
         doc["optimum"] = {"time_limit_ms": args.optimum_time_limit_ms}
-    report = evaluate_document(doc)
+    figures = evaluate_document(doc)
     if args.json:
-        print(json.dumps(report))
-        return 0
-    print_table(report)
+        print(json.dumps(figures))
+    else:
+        print_table(figures)
     return 0
 
 
-def print_table(report: dict) -> None:
+def report(args: argparse.Namespace, algorithms: list[str]) -> int:
+    from app.sim.evaluate import check_names
+    from app.sim.latency import LatencyModel
+    from app.sim.report import stream_report, sweep, sweep_report
+
+    check_names(algorithms)
+    model = LatencyModel(args.consumer_throughput, args.iteration_s, args.rebalance_s)
+    started = time.perf_counter()
+    out = Path(args.out)
+    best = args.optimum_time_limit_ms if args.optimum else None
+    if args.generate:
+        deltas = [int(d) for d in args.deltas.split(",") if d.strip()]
+        results = sweep(args.partitions, args.measurements, args.capacity, args.seed, algorithms, deltas, best)
+        path = sweep_report(results, out, f"groupfit δ sweep: {args.partitions} partitions × {args.measurements} "
+                                          f"measurements, C = {args.capacity:g}, seeds {args.seed} + δ")
+    else:
+        kafka = [int(n) for n in args.kafka.split(",") if n.strip()]
+        path = stream_report(load_stream(args.stream), args.capacity, algorithms, kafka, model, out, best)
+    print(f"{path} ({time.perf_counter() - started:.1f} s)")
+    return 0
+
+
+def print_table(figures: dict) -> None:
     def seconds(value: float | None) -> str:
         return f"{value:>10.2f}" if value is not None else f"{'∞':>10}"
 
-    results = report["results"]
+    results = figures["results"]
     latency = any("latency" in r for r in results.values())
-    optimum = report.get("optimum")
+    optimum = figures.get("optimum")
     header = f"{'algorithm':<14}{'avg consumers':>15}{'avg Rscore':>12}{'CBS':>9}{'iterations':>12}"
     header += "".join(f"{p:>10}" for p in ("p50 s", "p99 s", "max s")) if latency else ""
     header += f"{'vs optimum':>12}" if optimum else ""

@@ -15,10 +15,9 @@ from app.core.errors import AssignmentError
 from app.core.model import build_problem
 from app.sim.kafka import is_kafka_default, replay_kafka_default
 from app.sim.latency import PERCENTILES, LatencyModel, Segments, segments
-from app.sim.replay import Run, cbs, replay
+from app.sim.replay import PAPER_ALGORITHMS, Run, cbs, replay
 from app.sim.stream import Measurement, check_stream, flatten
 
-PAPER_ALGORITHMS = ["nf", "ff", "bf", "wf", "nfd", "ffd", "bfd", "wfd", "mwf", "mbf", "mwfp", "mbfp"]
 DOCUMENT_KEYS = {"stream", "capacity", "algorithms", "latency", "optimum"}
 
 

@@ -10,6 +10,8 @@ from app.core.assign import Outcome, solve
 from app.core.model import build_problem
 from app.sim.stream import Measurement, flatten
 
+PAPER_ALGORITHMS = ["nf", "ff", "bf", "wf", "nfd", "ffd", "bfd", "wfd", "mwf", "mbf", "mwfp", "mbfp"]  # §VI-A
+
 
 @dataclass
 class Run:

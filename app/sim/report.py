@@ -7,36 +7,26 @@
   consumers per δ (Fig. 9-11) and the Pareto front per δ (Fig. 12).
 
 Both write index.html (figures inline), the PNGs and results.json (the figures behind the page) to --out.
+The command's arguments are in app/sim/commands.py.
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import html
 import io
 import json
 import math
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from app.sim.evaluate import (
-    PAPER_ALGORITHMS,
-    check_names,
-    evaluate,
-    finite_or_null,
-    optimum,
-    replay_named,
-    results_of,
-)
+from app.sim.evaluate import evaluate, finite_or_null, optimum, replay_named, results_of
 from app.sim.latency import LatencyModel, Segments, segments
 from app.sim.replay import Run
-from app.sim.stream import Measurement, generate_stream, load_stream
+from app.sim.stream import DELTAS, Measurement, generate_stream
 
-DELTAS = [0, 5, 10, 15, 20, 25]
 NEGLIGIBLE_S = 0.5  # a kd_N tail at or below this counts as "latency falls to ~0" (§VI-C)
 KAFKA_POINTS = 40  # kd_N curve: at most this many N between 1 and the partition count
 
@@ -339,47 +329,3 @@ def sweep_report(results: dict[int, dict[str, Any]], out: Path, title: str) -> P
     summary = {d: {n: {k: v for k, v in r.items() if k not in ("consumers", "rscore")}
                    for n, r in results[d]["results"].items()} for d in deltas}
     return page.write(summary)
-
-
-# -- the command ---------------------------------------------------------------------------------
-
-
-def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--stream", help="JSON list of measurements, topic → {partition: rate}")
-    source.add_argument("--generate", action="store_true", help="the paper's δ sweep on generated streams")
-    parser.add_argument("--out", required=True, help="directory for index.html, the PNGs and results.json")
-    parser.add_argument("--capacity", type=float, default=100.0)
-    parser.add_argument("--algorithms", default=",".join(PAPER_ALGORITHMS))
-    parser.add_argument("--kafka", default="",
-                        help="N of kd_N to show beside the algorithms (always: the reference algorithm's average "
-                             "consumers and the smallest N with p99 < 0.5 s)")
-    parser.add_argument("--consumer-throughput", type=float, default=133.0)
-    parser.add_argument("--iteration-s", type=float, default=30.0)
-    parser.add_argument("--rebalance-s", type=float, default=5.0)
-    parser.add_argument("--partitions", type=int, default=200, help="--generate: partitions per stream")
-    parser.add_argument("--measurements", type=int, default=500, help="--generate: measurements per stream")
-    parser.add_argument("--deltas", default=",".join(map(str, DELTAS)), help="--generate: the δ values")
-    parser.add_argument("--seed", type=int, default=1, help="--generate: the stream of δ uses seed + δ")
-    parser.add_argument("--optimum", action="store_true",
-                        help="also the exact algorithm's optimum per measurement (up to --optimum-time-limit-ms each)")
-    parser.add_argument("--optimum-time-limit-ms", type=int, default=1000)
-
-
-def run(args: argparse.Namespace) -> int:
-    algorithms = [a.strip() for a in args.algorithms.split(",") if a.strip()]
-    check_names(algorithms)
-    started = time.perf_counter()
-    out = Path(args.out)
-    best = args.optimum_time_limit_ms if args.optimum else None
-    if args.generate:
-        deltas = [int(d) for d in args.deltas.split(",") if d.strip()]
-        results = sweep(args.partitions, args.measurements, args.capacity, args.seed, algorithms, deltas, best)
-        path = sweep_report(results, out, f"groupfit δ sweep: {args.partitions} partitions × {args.measurements} "
-                                          f"measurements, C = {args.capacity:g}, seeds {args.seed} + δ")
-    else:
-        model = LatencyModel(args.consumer_throughput, args.iteration_s, args.rebalance_s)
-        kafka = [int(n) for n in args.kafka.split(",") if n.strip()]
-        path = stream_report(load_stream(args.stream), args.capacity, algorithms, kafka, model, out, best)
-    print(f"{path} ({time.perf_counter() - started:.1f} s)")
-    return 0

@@ -12,6 +12,7 @@ from app.core.errors import AssignmentError
 from app.core.model import PartitionKey
 
 Measurement = dict[str, dict[str, float]]
+DELTAS = [0, 5, 10, 15, 20, 25]  # the δ of the paper's experiments (§VI-B)
 
 
 def generate_stream(
