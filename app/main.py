@@ -46,10 +46,15 @@ def run(args: argparse.Namespace) -> int:
                 out.write(text)
         return 0
     import uvicorn
+    from pydantic import ValidationError
 
     from app.embedded import EmbeddedRedis
 
-    settings = get_settings()
+    try:
+        settings = get_settings()
+    except ValidationError as exc:  # a wrong environment variable: say which, without a traceback
+        print(f"groupfit serve: invalid settings (GROUPFIT_* environment variables):\n{exc}", file=sys.stderr)
+        return 2
     configure_logging(settings.log_level)
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     embedded = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,7 +56,17 @@ class LiveService:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "app.cli", "serve"], env=self.env, stdout=log, stderr=subprocess.STDOUT
             )
-        wait_for_port("127.0.0.1", self.port, 30)
+        deadline = time.monotonic() + 30
+        while True:  # fail at once, with the service's own words, when it dies while starting
+            try:
+                wait_for_port("127.0.0.1", self.port, 0)
+                break
+            except TimeoutError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    log_tail = self.log_path.read_text(errors="replace")[-3000:]
+                    pytest.fail(f"`groupfit serve` did not start on port {self.port}; its log ends with:\n{log_tail}")
+                time.sleep(0.05)
         httpx.get(f"{self.url}/healthz", timeout=10).raise_for_status()
         return self
 

@@ -23,7 +23,8 @@ class Metrics:
             registry=self.registry,
         )
         self.latency = Histogram(
-            "groupfit_http_request_duration_seconds", "HTTP request latency by route", ["method", "route"],
+            "groupfit_http_request_duration_seconds", "HTTP request latency by route and status",
+            ["method", "route", "status"],
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
             registry=self.registry,
         )
@@ -87,7 +88,7 @@ class ObservabilityMiddleware:
             route = getattr(scope.get("route"), "path", "unmatched")
             method = scope["method"]
             self.metrics.requests.labels(method, route, str(status)).inc()
-            self.metrics.latency.labels(method, route).observe(elapsed)
+            self.metrics.latency.labels(method, route, str(status)).observe(elapsed)
             if log.isEnabledFor(logging.INFO):
                 log.info(
                     "request",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -55,7 +55,7 @@ def _json(document: Any, status: int = 200) -> Response:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
@@ -127,14 +127,7 @@ async def assign(
     if group and idempotency_key:
         replay = await store.get_replay(group, idempotency_key)
         if replay is not None:
-            if replay.fingerprint != fingerprint:
-                raise ApiError(
-                    "idempotency_key_reused",
-                    "this Idempotency-Key was used with another request body; use a new key for a new request.",
-                )
-            answer = msgspec.json.decode(replay.answer)
-            answer["version"] = replay.version
-            return _json(answer)
+            return _replayed(replay, fingerprint)
     stored = await store.get(group) if group else None
     partitions = req.partitions
     if partitions is None:
@@ -190,7 +183,7 @@ async def assign(
     if group and not req.dry_run:
         expected = req.expected_version if req.expected_version is not None else (stored.version if stored else 0)
         keys, updated_at = outcome.problem.keys, _now()
-        written, version = await store.write_version(
+        write = await store.write_version(
             group,
             expected,
             outcome.algorithm,
@@ -206,16 +199,31 @@ async def assign(
             },
             Replay(idempotency_key, fingerprint, _encode(answer)) if idempotency_key else None,
         )
-        if not written:
+        if write.replay is not None:  # a concurrent request with the same Idempotency-Key was stored first
+            return _replayed(write.replay, fingerprint)
+        if write.outcome == "conflict":
             raise ApiError(
                 "version_conflict",
-                f"group {group!r} is at version {version}, not {expected}; read it again and retry with expected_version={version}.",
-                {"current_version": version, "expected_version": expected},
+                f"group {group!r} is at version {write.version}, not {expected}; "
+                f"read it again and retry with expected_version={write.version}.",
+                {"current_version": write.version, "expected_version": expected},
             )
-        answer["version"] = version
+        answer["version"] = write.version
         metrics = request.app.state.metrics
         metrics.rscore.labels(group).set(outcome.rscore)
         metrics.consumers.labels(group).set(outcome.consumer_count)
+    return _json(answer)
+
+
+def _replayed(replay: Replay, fingerprint: str) -> Response:
+    """The stored answer of the request that first used this Idempotency-Key, if this is that request again."""
+    if replay.fingerprint != fingerprint:
+        raise ApiError(
+            "idempotency_key_reused",
+            "this Idempotency-Key was used with another request body; use a new key for a new request.",
+        )
+    answer = msgspec.json.decode(replay.answer)
+    answer["version"] = replay.version
     return _json(answer)
 
 

@@ -11,17 +11,22 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import redis.asyncio as redis
 from redis.exceptions import RedisError
 
-
 _WRITE_VERSION = """
+if ARGV[8] ~= '' then
+  local seen = redis.call('HMGET', KEYS[3], 'fingerprint', 'version', 'answer')
+  if seen[1] then
+    return {'replayed', tonumber(seen[2]), seen[1], seen[3]}
+  end
+end
 local current = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
 if current ~= tonumber(ARGV[1]) then
-  return {0, current}
+  return {'conflict', current}
 end
 local version = current + 1
 redis.call('HSET', KEYS[1], 'version', version, 'algorithm', ARGV[2], 'capacity', ARGV[3],
@@ -32,8 +37,13 @@ if ARGV[8] ~= '' then
   redis.call('HSET', KEYS[3], 'fingerprint', ARGV[8], 'version', version, 'answer', ARGV[9])
   redis.call('EXPIRE', KEYS[3], tonumber(ARGV[10]))
 end
-return {1, version}
+return {'written', version}
 """
+"""KEYS: state, history, idempotency record. ARGV: expected version, algorithm, capacity, assignment,
+updated_at, history entry without its version, history limit, request fingerprint ('' without an
+Idempotency-Key), answer, idempotency TTL. An idempotency record is looked at first, inside the script,
+so concurrent retries of one request (or a retry of a write whose reply was lost) replay it instead
+of racing the compare-and-set."""
 
 
 class StoreUnavailable(Exception):
@@ -57,6 +67,16 @@ class Replay:
     fingerprint: str
     answer: bytes
     version: int = 0
+
+
+@dataclass
+class VersionWrite:
+    """What a compare-and-set did: `written` (version is the new one), `conflict` (version is the current
+    one; nothing written) or `replayed` (the Idempotency-Key was seen: `replay` is that request's record)."""
+
+    outcome: Literal["written", "conflict", "replayed"]
+    version: int
+    replay: Replay | None = None
 
 
 class GroupStore:
@@ -103,8 +123,8 @@ class GroupStore:
         updated_at: str,
         summary: dict[str, Any],
         replay: Replay | None = None,
-    ) -> tuple[bool, int]:
-        """Compare-and-set: (True, new version), or (False, current version) when it is not expected."""
+    ) -> VersionWrite:
+        """Compare-and-set of the group's next version with its history entry and idempotency record."""
         summary_tail = msgspec.json.encode(summary)[1:].decode()  # the script prepends "version"
         args = [
             expected_version,
@@ -121,8 +141,11 @@ class GroupStore:
         idempotency_key = self._key(group, f"idempotency:{replay.key if replay else ''}")
         keys = [self._key(group, "state"), self._key(group, "history"), idempotency_key]
         async with unavailable_as_503():
-            written, version = await self._write_version(keys=keys, args=args)
-        return bool(written), int(version)
+            outcome, version, *seen = await self._write_version(keys=keys, args=args)
+        if outcome == b"replayed":
+            fingerprint, answer = seen
+            return VersionWrite("replayed", int(version), Replay(replay.key, fingerprint.decode(), answer, int(version)))
+        return VersionWrite(outcome.decode(), int(version))
 
     async def history(self, group: str, limit: int) -> list[dict[str, Any]]:
         async with unavailable_as_503():

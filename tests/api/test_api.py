@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 import uuid
 from pathlib import Path
 
@@ -129,6 +131,17 @@ async def test_body_too_large(client):
     assert response.status_code == 413 and error_code(response) == "body_too_large"
 
 
+async def test_body_too_large_while_streaming(client):
+    """No Content-Length (chunked): the limit is enforced on the bytes as they arrive."""
+
+    async def chunks():
+        for _ in range(300):
+            yield b" " * 1000
+
+    response = await client.post("/v1/assign", content=chunks(), headers={"Content-Type": "application/json"})
+    assert response.status_code == 413 and error_code(response) == "body_too_large"
+
+
 async def test_throughput_form_of_capacity(client):
     body = request_body(capacity=None, consumer_throughput=120, iteration_s=30, rebalance_s=5)
     response = await client.post("/v1/assign", json=body)
@@ -190,6 +203,17 @@ async def test_idempotent_retry_gets_the_same_answer_and_one_version(client, gro
     assert (await client.get(f"/v1/groups/{group}")).json()["version"] == 1
     reused = await client.post("/v1/assign", json=request_body(group=group, algorithm="bfd"), headers=headers)
     assert reused.status_code == 422 and error_code(reused) == "idempotency_key_reused"
+
+
+async def test_concurrent_retries_with_one_key_get_one_version(client, group):
+    """Retries racing each other (the first one's answer not yet stored) replay it instead of conflicting."""
+    headers = {"Idempotency-Key": "racing"}
+    answers = await asyncio.gather(
+        *(client.post("/v1/assign", json=request_body(group=group), headers=headers) for _ in range(8))
+    )
+    assert [a.status_code for a in answers] == [200] * 8
+    assert all(a.json() == answers[0].json() for a in answers) and answers[0].json()["version"] == 1
+    assert [v["version"] for v in (await client.get(f"/v1/groups/{group}/history")).json()["versions"]] == [1]
 
 
 async def test_rates_round_trip_and_assign_from_stored_rates(client, group):
@@ -256,6 +280,7 @@ async def test_health_ready_and_metrics(client, group):
     await client.post("/v1/assign", json=request_body(group=group))
     text = (await client.get("/metrics")).text
     assert 'groupfit_http_requests_total{method="POST",route="/v1/assign",status="200"}' in text
+    assert 'groupfit_http_request_duration_seconds_count{method="POST",route="/v1/assign",status="200"}' in text
     assert 'groupfit_assignment_compute_seconds_count{algorithm="mwf"}' in text
     assert f'groupfit_group_consumers{{group="{group}"}} 4.0' in text
 
@@ -269,6 +294,25 @@ async def test_store_down_gives_503_but_assign_without_group_works():
         assert error_code(await client.get("/readyz")) == "store_unavailable"
         assert error_code(await client.post("/v1/assign", json=request_body(group="any"))) == "store_unavailable"
         assert (await client.post("/v1/assign", json=request_body())).status_code == 200
+
+
+async def test_a_redis_that_does_not_answer_gives_503_within_the_timeout():
+    """A server that accepts connections and never replies (a hung Redis): 503 after redis_timeout_s."""
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # until the service gives up and closes the connection
+        writer.close()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    app = create_app(Settings(redis_url=f"redis://127.0.0.1:{port}/0", redis_timeout_s=0.3))
+    async with server, httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
+        for method, path, body in (("GET", "/v1/groups/any", None), ("POST", "/v1/assign", request_body(group="g"))):
+            started = time.perf_counter()
+            response = await client.request(method, path, json=body)
+            assert response.status_code == 503 and error_code(response) == "store_unavailable"
+            assert 0.3 <= time.perf_counter() - started < 1.0
+        await app.state.store.close()
 
 
 def test_openapi_file_matches_the_app():
