@@ -1,34 +1,43 @@
-"""The exact constraint model ("Constraint Based Kafka Partition Balancing"; Landau et al. Eq. 3-7),
-solved with OR-Tools CP-SAT, lexicographically: fewest consumers first, then least Rscore against the
-previous assignment with that many consumers.
+"""The exact constraint model, solved with OR-Tools CP-SAT: fewest consumers first, then the least
+Rscore against the previous assignment with that many consumers.
 
-Constraints: each partition on exactly one consumer; a consumer's summed rate within C (a partition
-above C may only sit alone); optional anti-collocation sets (partitions that must not share a
-consumer). Rates are scaled to integers of C/10^6, rounded up, and C down, so every answer of the
-integer model respects the real capacity. The search is single-threaded with a deterministic time
-budget, so the same input gives the same answer.
+The model is the bin packing of Landau et al. (Eq. 3-7) with the constraints of "Constraint Based Kafka
+Partition Balancing" (seed 003, Basic Model): a consumer's summed rate within C, each partition placed
+once, no two partitions of an anti-collocation set on one consumer. A partition above C sits alone, as
+everywhere in groupfit. Rates are scaled to integers of C/10^6, rounded up, so every answer of the
+integer model respects the real capacity.
+
+Phase 1 (how many consumers) packs anonymous bins, so it breaks their symmetry (seed 003: "capacities
+may be interchanged ... to allow for membership symmetry"): the p-th largest partition goes into one of
+the first p+1 bins, and bins are used in order. Phase 2 (which consumer) gives the bins their ids: the
+previous consumers (or the members) first, fresh ids (ConsumerPool) only when they are all in use, and
+minimizes the migrated rate (Eq. 11), starting from phase 1's packing named by overlap.
+
+Determinism: one search worker, a fixed seed, and `time_limit_ms` spent as CP-SAT's deterministic time
+(a count of work, about seconds of one current core), so the same input gives the same answer. Phase 1
+may use 60% of it; phase 2 gets what phase 1 left. A wall clock stops each phase at twice its share: only
+on a machine slow or busy enough to reach it can two runs differ.
 """
 
 from __future__ import annotations
 
 import math
+import time
+from bisect import bisect_left, bisect_right
+from itertools import accumulate
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.core.algorithm import Algorithm, Placement, get_algorithm, register
-from app.core.assign import solve
-from app.core.bins import ConsumerPool
+from app.core.algorithms.naming import candidates, name_by_overlap
+from app.core.algorithms.params import PartitionRef
 from app.core.errors import AssignmentError
-from app.core.model import Problem, sorted_consumers
+from app.core.model import Problem
 
 RESOLUTION = 10**6  # integer units per capacity
 MAX_VARIABLES = 200_000
-
-
-class PartitionRef(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    topic: str
-    partition: int
+PHASE1_SHARE = 0.6
 
 
 class ExactParams(BaseModel):
@@ -40,37 +49,199 @@ class ExactParams(BaseModel):
 
 
 def place(problem: Problem, params: ExactParams) -> Placement:
-    from ortools.sat.python import cp_model
+    if problem.size == 0:
+        return Placement({}, _outputs("OPTIMAL", 0, 0, "OPTIMAL", 0.0, 0.0, [0.0, 0.0], 0))
+    sets = _anti_collocation(problem, params)
+    heuristic = get_algorithm("bfd").place(problem, None).assignment  # an upper bound and a first packing
+    weight = [math.ceil(rate / problem.capacity * RESOLUTION - 1e-9) for rate in problem.rates]
+    budget = params.time_limit_ms / 1000
 
-    n = problem.size
-    if n == 0:
-        return Placement({}, {"optimal": True, "status": "OPTIMAL"})
-    heuristic = solve(problem, get_algorithm("bfd"), None)  # an upper bound and a first solution
+    started = time.perf_counter()
+    share = budget * PHASE1_SHARE
+    status1, packing, bound1, spent1 = _fewest_consumers(problem, weight, sets, heuristic, share)
+    middle = time.perf_counter()
+    status2, assignment, moved, bound2 = _least_migration(problem, weight, sets, packing, budget - min(spent1, share))
+    ended = time.perf_counter()
+    return Placement(
+        {c: sorted(held, key=problem.keys.__getitem__) for c, held in assignment.items()},
+        _outputs(status1, len(packing), bound1, status2, moved, bound2, [middle - started, ended - middle],
+                 sum(1 for held in heuristic.values() if held)),
+    )
+
+
+def _outputs(status1: str, consumers: int, bound1: int, status2: str, moved: float, bound2: float,
+             phase_times: list[float], heuristic_consumers: int) -> dict[str, Any]:
+    """Whether both phases are proven, each phase's bound and relative gap, and wall-clock seconds."""
+    return {
+        "optimal": status1 == "OPTIMAL" and status2 == "OPTIMAL",
+        "status": {"consumers": status1, "rscore": status2},
+        "consumers_bound": bound1,
+        "consumers_gap": (consumers - bound1) / consumers if consumers else 0.0,
+        "rscore_bound": bound2,
+        "rscore_gap": max(0.0, moved - bound2) / moved if moved > 0 else 0.0,
+        "phase_times": {"consumers_s": round(phase_times[0], 4), "rscore_s": round(phase_times[1], 4)},
+        "heuristic_consumers": heuristic_consumers,
+    }
+
+
+def _anti_collocation(problem: Problem, params: ExactParams) -> list[list[int]]:
     index = problem.index
     sets = []
     for members in params.anti_collocation:
         missing = [f"{m.topic}/{m.partition}" for m in members if (m.topic, m.partition) not in index]
         if missing:
-            raise AssignmentError("invalid_parameter", f"anti_collocation names unknown partitions: {', '.join(missing)}.")
-        sets.append([index[m.topic, m.partition] for m in members])
-    # The heuristic ignores anti-collocation: room for splitting each set apart.
-    bins = _bins(problem, heuristic, extra=min(n, sum(len(members) - 1 for members in sets)))
-    position = {consumer: b for b, consumer in enumerate(bins)}
-    if n * len(bins) > MAX_VARIABLES:
+            raise AssignmentError(
+                "invalid_parameter", f"anti_collocation names unknown partitions: {', '.join(missing)}."
+            )
+        sets.append(sorted({index[m.topic, m.partition] for m in members}))
+    return [members for members in sets if len(members) > 1]
+
+
+def _solver(seconds: float):
+    from ortools.sat.python import cp_model
+
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = 0
+    solver.parameters.max_deterministic_time = seconds
+    solver.parameters.max_time_in_seconds = 2 * seconds + 0.05  # only on a slow or busy machine
+    return solver
+
+
+def _check_size(problem: Problem, bins: int) -> None:
+    if problem.size * bins > MAX_VARIABLES:
         raise AssignmentError(
             "too_large_for_exact",
-            f"{n} partitions × {len(bins)} candidate consumers is beyond the exact model ({MAX_VARIABLES} variables); "
-            "use a heuristic such as mwf or bfd.",
+            f"{problem.size} partitions × {bins} candidate consumers is beyond the exact model ({MAX_VARIABLES} "
+            "variables); use a heuristic such as mwf or bfd.",
         )
+
+
+def _fewest_consumers(problem: Problem, weight: list[int], sets: list[list[int]], heuristic: dict[str, list[int]],
+                      seconds: float) -> tuple[str, list[list[int]], int, float]:
+    """Phase 1, Eq. 3-7 on anonymous bins: (status, packing, lower bound, deterministic time used). When
+    the solver finds nothing within its budget, the status is UNKNOWN and the packing the heuristic's."""
+    from ortools.sat.python import cp_model
+
     capacity = RESOLUTION
-    weight = [math.ceil(rate / problem.capacity * RESOLUTION - 1e-9) for rate in problem.rates]
+    # Partitions above C each take a bin alone (no constraint can join them to another): only the
+    # others are packed.
+    alone = [[j] for j in problem.decreasing_order if weight[j] > capacity]
+    order = [j for j in problem.decreasing_order if weight[j] <= capacity]
+    packed = set(order)
+    sets = [kept for kept in ([j for j in members if j in packed] for members in sets) if len(kept) > 1]
+    position = {j: p for p, j in enumerate(order)}
+    # A feasible packing to start from (and the upper bound), its bins ordered as the symmetry breaking wants.
+    start = _split_apart(_heuristic_packing(heuristic, packed), sets)
+    start.sort(key=lambda held: min(map(position.get, held)))
+    upper = len(start)
+    lower = max(martello_toth_l2([weight[j] for j in order], capacity), max(map(len, sets), default=0),
+                min(1, len(order)))
+    if upper <= lower:
+        return "OPTIMAL", alone + start, len(alone) + lower, 0.0
+    _check_size(problem, upper)
     model = cp_model.CpModel()
-    x = {(j, b): model.NewBoolVar(f"x{j}_{b}") for j in range(n) for b in range(len(bins))}
-    used = [model.NewBoolVar(f"y{b}") for b in range(len(bins))]
+    # Symmetry breaking: the p-th largest partition in one of bins 0..p.
+    x = {(j, b): model.NewBoolVar(f"x{j}_{b}") for p, j in enumerate(order) for b in range(min(p + 1, upper))}
+    used = [model.NewBoolVar(f"y{b}") for b in range(upper)]
+    for j in order:
+        model.AddExactlyOne(x[j, b] for b in range(min(position[j] + 1, upper)))
+    for b in range(upper):
+        inside = [j for j in order if position[j] >= b]
+        model.Add(sum(weight[j] * x[j, b] for j in inside) <= capacity * used[b])  # Eq. 4
+        for j in inside:
+            model.AddImplication(x[j, b], used[b])  # also for partitions of rate 0
+        for members in sets:
+            model.AddAtMostOne(x[j, b] for j in members if (j, b) in x)
+    for b in range(1, upper):
+        model.AddImplication(used[b], used[b - 1])  # bins in use form a prefix
+    model.Add(sum(used) >= lower)
+    for b, held in enumerate(start):
+        for j in held:
+            model.AddHint(x[j, b], 1)
+    model.Minimize(sum(used))  # Eq. 3
+    solver = _solver(seconds)
+    status = solver.Solve(model)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return "UNKNOWN", alone + start, len(alone) + lower, solver.deterministic_time
+    packing: list[list[int]] = [[] for _ in range(upper)]
+    for (j, b), var in x.items():
+        if solver.Value(var):
+            packing[b].append(j)
+    packing = alone + [held for held in packing if held]
+    bound = len(alone) + max(lower, math.ceil(solver.BestObjectiveBound() - 1e-9))
+    proven = status == cp_model.OPTIMAL or len(packing) == bound
+    return "OPTIMAL" if proven else "FEASIBLE", packing, bound, solver.deterministic_time
+
+
+def martello_toth_l2(weights: list[int], capacity: int) -> int:
+    """The L2 lower bound of bin packing (Martello and Toth 1990), at least ⌈Σw/C⌉, for weights ≤ C: for
+    each threshold k ≤ C/2, the items above C−k need a bin each, so do those in (C/2, C−k], and the
+    items in [k, C/2] fill what the latter leave free before they need bins of their own."""
+    if not weights:
+        return 0
+    ascending = sorted(weights)
+    prefix = [0, *accumulate(ascending)]
+    n, half = len(ascending), capacity / 2
+    above_half = bisect_right(ascending, half)  # index of the first item above C/2
+    best = math.ceil(prefix[n] / capacity)
+    for k in [0, *sorted(set(ascending[:above_half]))]:
+        big = n - bisect_right(ascending, capacity - k)  # J1: no item of [k, C/2] fits beside them
+        first_mid = above_half
+        last_mid = n - big  # J2 = ascending[first_mid:last_mid]
+        middle, middle_sum = last_mid - first_mid, prefix[last_mid] - prefix[first_mid]
+        first_small = bisect_left(ascending, k)  # J3 = ascending[first_small:above_half]
+        small_sum = prefix[above_half] - prefix[first_small]
+        best = max(best, big + middle + max(0, math.ceil((small_sum - (middle * capacity - middle_sum)) / capacity)))
+    return best
+
+
+def _heuristic_packing(heuristic: dict[str, list[int]], inside: set[int]) -> list[list[int]]:
+    """The heuristic's bins restricted to the partitions in `inside`."""
+    return [kept for kept in ([j for j in held if j in inside] for held in heuristic.values()) if kept]
+
+
+def _split_apart(packing: list[list[int]], sets: list[list[int]]) -> list[list[int]]:
+    """The packing with every anti-collocation conflict undone: in each bin the first partition of a set
+    stays and the others get a bin each (loads only fall, so capacity still holds)."""
+    member_of = {j: s for s, members in enumerate(sets) for j in members}
+    result: list[list[int]] = []
+    for held in packing:
+        kept, seen = [], set()
+        for j in held:
+            s = member_of.get(j)
+            if s is not None and s in seen:
+                result.append([j])
+            else:
+                kept.append(j)
+                seen.add(s)
+        result.append(kept)
+    return result
+
+
+def _least_migration(problem: Problem, weight: list[int], sets: list[list[int]], packing: list[list[int]],
+                     seconds: float) -> tuple[str, dict[str, list[int]], float, float]:
+    """Phase 2: len(packing) consumers named from the candidates, the least migrated rate (Rscore · C in
+    units of C): (status, assignment, migrated rate over C, its lower bound)."""
+    from ortools.sat.python import cp_model
+
+    count = len(packing)
+    owner = problem.previous_owner
+    labels = candidates(problem, count)
+    slot = {consumer: b for b, consumer in enumerate(labels)}
+    start = name_by_overlap(problem, packing, labels)
+    movable = sum(weight[j] for j in range(problem.size) if owner[j] is not None)
+    if not any(consumer in slot for consumer in owner):  # nothing can stay: every naming is as good
+        return "OPTIMAL", start, movable / RESOLUTION, movable / RESOLUTION
+    _check_size(problem, len(labels))
+    n, capacity = problem.size, RESOLUTION
+    model = cp_model.CpModel()
+    x = {(j, b): model.NewBoolVar(f"x{j}_{b}") for j in range(n) for b in range(len(labels))}
+    used = [model.NewBoolVar(f"y{b}") for b in range(len(labels))]
     for j in range(n):
-        model.AddExactlyOne(x[j, b] for b in range(len(bins)))
+        model.AddExactlyOne(x[j, b] for b in range(len(labels)))
     small = [j for j in range(n) if weight[j] <= capacity]
-    for b in range(len(bins)):
+    for b in range(len(labels)):
         model.Add(sum(weight[j] * x[j, b] for j in small) <= capacity * used[b])
         for j in range(n):
             model.AddImplication(x[j, b], used[b])
@@ -78,81 +249,27 @@ def place(problem: Problem, params: ExactParams) -> Placement:
                 model.Add(sum(x[i, b] for i in range(n) if i != j) == 0).OnlyEnforceIf(x[j, b])
         for members in sets:
             model.AddAtMostOne(x[j, b] for j in members)
-    fresh = [b for b, consumer in enumerate(bins) if consumer not in problem.previous]
-    for a, b in zip(fresh, fresh[1:]):  # fresh consumers are interchangeable: use them in order
+    model.Add(sum(used) == count)
+    clean = [b for b, consumer in enumerate(labels) if not problem.previous_indices.get(consumer)]
+    for a, b in zip(clean, clean[1:]):  # ids that held nothing are interchangeable: use them in order
         model.AddImplication(used[b], used[a])
-    for j, consumer in enumerate(heuristic.owner):
-        model.AddHint(x[j, position[consumer]], 1)
-
-    budget = params.time_limit_ms / 1000
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = 0
-
-    def run(share: float) -> int:
-        solver.parameters.max_deterministic_time = budget * share
-        solver.parameters.max_time_in_seconds = 2 * budget * share + 1
-        return solver.Solve(model)
-
-    # Phase 1: fewest consumers.
-    model.Minimize(sum(used))
-    status = run(0.6)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return _fallback(heuristic, solver.StatusName(status))
-    consumers = round(solver.ObjectiveValue())
-    consumers_bound = math.ceil(solver.BestObjectiveBound() - 1e-9)
-    phase1_optimal = status == cp_model.OPTIMAL
-    # Phase 2: with that many consumers, the least migrated rate (Rscore · C).
-    model.ClearHints()
-    for var in x.values():
-        model.AddHint(var, solver.Value(var))
-    model.Add(sum(used) == consumers)
-    owner = problem.previous_owner
-    kept = [x[j, position[owner[j]]] for j in range(n) if owner[j] in position]
-    kept_weight = [weight[j] for j in range(n) if owner[j] in position]
-    movable = sum(weight[j] for j in range(n) if owner[j] is not None)
-    model.Minimize(movable - sum(w * v for w, v in zip(kept_weight, kept)))
-    status2 = run(0.4)
-    if status2 not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return _fallback(heuristic, solver.StatusName(status2))
+    for consumer, held in start.items():
+        for j in held:
+            model.AddHint(x[j, slot[consumer]], 1)
+    kept = [(weight[j], x[j, slot[owner[j]]]) for j in range(n) if owner[j] in slot]
+    model.Minimize(movable - sum(w * var for w, var in kept))  # Eq. 11 times C
+    solver = _solver(seconds)
+    status = solver.Solve(model)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):  # the named phase 1 packing is an answer too
+        moved = movable - sum(weight[j] for consumer, held in start.items() for j in held if owner[j] == consumer)
+        return solver.StatusName(status), start, moved / RESOLUTION, 0.0
     assignment: dict[str, list[int]] = {}
     for (j, b), var in x.items():
         if solver.Value(var):
-            assignment.setdefault(bins[b], []).append(j)
-    rscore_bound = max(0.0, solver.BestObjectiveBound() / RESOLUTION)
-    found = solver.ObjectiveValue() / RESOLUTION
-    optimal = phase1_optimal and status2 == cp_model.OPTIMAL
-    return Placement(
-        {c: sorted(held, key=problem.keys.__getitem__) for c, held in assignment.items()},
-        {
-            "optimal": optimal,
-            "status": f"{'OPTIMAL' if phase1_optimal else 'FEASIBLE'}/{solver.StatusName(status2)}",
-            "consumers_bound": consumers_bound,
-            "consumers_gap": (consumers - consumers_bound) / consumers if consumers else 0.0,
-            "rscore_bound": rscore_bound,
-            "rscore_gap": (found - rscore_bound) / found if found > 0 else 0.0,
-            "heuristic_consumers": heuristic.consumer_count,
-        },
-    )
-
-
-def _bins(problem: Problem, heuristic, extra: int) -> list[str]:
-    """Candidate consumers: the members, or the previous consumers, with the heuristic's consumers
-    and fresh ids up to as many as the heuristic needed."""
-    pool = ConsumerPool(problem.members)
-    if problem.members is not None:
-        wanted = list(pool.members or [])
-    else:
-        wanted = sorted_consumers({c for c, held in problem.previous_indices.items() if held} | set(heuristic.owner))
-    bins = [pool.open(c) for c in wanted]
-    while len(bins) < heuristic.bins_used + extra:
-        bins.append(pool.open())
-    return bins
-
-
-def _fallback(heuristic, status: str) -> Placement:
-    """No solution within the budget: the heuristic's, said plainly."""
-    return Placement(dict(heuristic.assignment), {"optimal": False, "status": status, "fallback": "bfd"})
+            assignment.setdefault(labels[b], []).append(j)
+    moved, bound = round(solver.ObjectiveValue()), max(0, math.ceil(solver.BestObjectiveBound() - 1e-9))
+    proven = status == cp_model.OPTIMAL or moved <= bound
+    return "OPTIMAL" if proven else "FEASIBLE", assignment, moved / RESOLUTION, min(bound, moved) / RESOLUTION
 
 
 register(
@@ -161,6 +278,6 @@ register(
         description="Exact constraint model (CP-SAT): fewest consumers, then least Rscore; reports bound and gap.",
         place=place,
         params=ExactParams,
-        source="Constraint Based Kafka Partition Balancing; Landau et al. Eq. 3-7 and 11",
+        source="Constraint Based Kafka Partition Balancing (Basic Model); Landau et al. Eq. 3-7 and 11",
     )
 )

@@ -7,7 +7,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.core.algorithm import Algorithm, Placement, register
 from app.core.bins import ConsumerPool
-from app.core.model import Problem
+from app.core.errors import AssignmentError
+from app.core.model import Problem, sorted_consumers
 
 
 class FixedGroup(BaseModel):
@@ -19,9 +20,14 @@ class FixedGroup(BaseModel):
 
 
 def group_of(problem: Problem, params: FixedGroup) -> list[str]:
+    """The consumers a fixed-size assignor deals to, in id order."""
+    if problem.members is not None and params.consumers is not None:
+        raise AssignmentError(
+            "invalid_parameter", "'consumers' sizes a group without members; with 'members' the members are the group."
+        )
     previous = [c for c, held in problem.previous_indices.items() if held]
     count = params.consumers or len(previous) or max(1, problem.lower_bound)
-    return ConsumerPool(problem.members).open_group(previous, count)
+    return sorted_consumers(ConsumerPool(problem.members).open_group(previous, count))
 
 
 def round_robin(problem: Problem, params: FixedGroup) -> Placement:

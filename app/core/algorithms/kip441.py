@@ -16,15 +16,13 @@ import math
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.core.algorithm import Algorithm, Placement, register
+from app.core.algorithms.params import PartitionRef
 from app.core.errors import AssignmentError
 from app.core.model import Problem, consumer_sort_key, sorted_consumers
 
 
-class StateLag(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    topic: str
-    partition: int
-    lag: float = Field(ge=0)
+class StateLag(PartitionRef):
+    lag: float = Field(ge=0, description="offsets the member's copy of this partition's state is behind")
 
 
 class Kip441Params(BaseModel):
@@ -32,7 +30,7 @@ class Kip441Params(BaseModel):
     member_lags: dict[str, list[StateLag]] = Field(
         default_factory=dict, description="per member, its lag on the state of each partition it hosts (absent: not hosted)"
     )
-    stateless: list[StateLag] | None = Field(None, description="partitions without state (lag ignored)")
+    stateless: list[PartitionRef] = Field(default_factory=list, description="partitions without state")
     acceptable_recovery_lag: float = Field(10_000, ge=0)
     balance_factor: int = Field(1, ge=1)
     num_standbys: int = Field(0, ge=0)
@@ -44,8 +42,7 @@ def place(problem: Problem, params: Kip441Params) -> Placement:
     if problem.members is None:
         raise AssignmentError("invalid_members", "kip441 assigns among the group's members: give 'members'.")
     members = sorted_consumers(problem.members)
-    index = problem.index
-    stateless = {index[s.topic, s.partition] for s in params.stateless or () if (s.topic, s.partition) in index}
+    stateless = {_index_of(problem, ref, "stateless") for ref in params.stateless}
     tasks = [j for j in problem.key_order if j not in stateless]
     rank = _ranks(problem, params, members)
     # Most caught-up members of each task (all members if nobody hosts it).
@@ -68,20 +65,30 @@ def place(problem: Problem, params: Kip441Params) -> Placement:
         warmups = {m: [] for m in members}
         for j, destination in moves[: params.max_warmup_replicas]:
             warmups[destination].append(j)
+    actives = {m: sorted(held, key=problem.keys.__getitem__) for m, held in actives.items()}
     owner = {j: m for m, held in actives.items() for j in held}
     warming = {j: m for m, held in warmups.items() for j in held}
-    standbys = {m: [] for m in members}
+    # Standbys: the next most caught-up members (KIP-441 property 2), among equals the least loaded in
+    # replicas of any kind (the draft's "least-loaded instance that doesn't already have the task").
+    standbys: dict[str, list[int]] = {m: [] for m in members}
+    load = {m: len(actives[m]) + len(warmups[m]) for m in members}
     for j in tasks:
         taken = {owner[j], warming.get(j)}
         candidates = sorted((m for m in members if m not in taken),
-                            key=lambda m: (rank[j][m], len(standbys[m]), consumer_sort_key(m)))
+                            key=lambda m: (rank[j][m], load[m], consumer_sort_key(m)))
         for m in candidates[: params.num_standbys]:
             standbys[m].append(j)
-    # Stateless partitions to the member with the fewest active tasks.
+            load[m] += 1
+    # Stateless partitions pack around the actives: each stays with its previous member while that one is
+    # under the even share (stability, property 6), else goes to the member with the fewest.
     assignment = {m: list(held) for m, held in actives.items()}
+    share = math.ceil(problem.size / len(members))
     for j in sorted(stateless, key=problem.keys.__getitem__):
-        least = min(members, key=lambda m: (len(assignment[m]), consumer_sort_key(m)))
-        assignment[least].append(j)
+        keep = problem.previous_owner[j]
+        if keep in assignment and len(assignment[keep]) < share:
+            assignment[keep].append(j)
+        else:
+            assignment[min(members, key=lambda m: (len(assignment[m]), consumer_sort_key(m)))].append(j)
     pending = any(warmups.values())
 
     def docs(groups: dict[str, list[int]]) -> dict[str, list[dict]]:
@@ -105,13 +112,16 @@ def _ranks(problem: Problem, params: Kip441Params, members: list[str]) -> dict[i
     rank = {j: {m: math.inf for m in members} for j in range(problem.size)}
     for member, lags in params.member_lags.items():
         for state in lags:
-            j = problem.index.get((state.topic, state.partition))
-            if j is None:
-                raise AssignmentError(
-                    "invalid_parameter", f"member_lags of {member!r} names {state.topic}/{state.partition}, not a partition of the request."
-                )
+            j = _index_of(problem, state, f"member_lags of {member!r}")
             rank[j][member] = 0 if state.lag <= params.acceptable_recovery_lag else state.lag
     return rank
+
+
+def _index_of(problem: Problem, ref: PartitionRef, where: str) -> int:
+    j = problem.index.get((ref.topic, ref.partition))
+    if j is None:
+        raise AssignmentError("invalid_parameter", f"{where} names {ref.topic}/{ref.partition}, not a partition of the request.")
+    return j
 
 
 def _balanced(order: list[int], candidates: dict[int, list[str]], previous: dict[int, str], members: list[str],

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.core.algorithm import Algorithm, Placement, register
-from app.core.bins import ConsumerPool
-from app.core.model import Problem, consumer_sort_key
+from app.core.algorithms.naming import candidates, name_by_overlap
+from app.core.model import Problem
 
 
 class LeastLoadedParams(BaseModel):
@@ -65,35 +65,19 @@ def least_loaded(rates: Sequence[float], lags: Sequence[float], order: list[int]
         bins += 1
 
 
-def label(problem: Problem, packing: list[list[int]]) -> dict[str, list[int]]:
-    """Name each bin after the previous consumer it shares the most rate with (the packing ignores
-    history; the labels keep what can be kept), the others by f(k)."""
-    rates, owner = problem.rates, problem.previous_owner
-    overlap: dict[tuple[int, str], float] = {}
-    for b, held in enumerate(packing):
-        for j in held:
-            if owner[j] is not None:
-                overlap[b, owner[j]] = overlap.get((b, owner[j]), 0.0) + rates[j]
-    pool = ConsumerPool(problem.members)
-    names: dict[int, str] = {}
-    for (b, consumer), _ in sorted(overlap.items(), key=lambda item: (-item[1], item[0][0], consumer_sort_key(item[0][1]))):
-        if b not in names and consumer not in pool.opened and pool.allowed(consumer):
-            names[b] = pool.open(consumer)
-    for b in range(len(packing)):
-        if b not in names:
-            names[b] = pool.open()
-    return {names[b]: held for b, held in enumerate(packing) if held}
-
-
 def place(problem: Problem, params: LeastLoadedParams) -> Placement:
     mu = params.mu or problem.capacity
     rates = problem.rates
     lags = [lag or 0.0 for lag in problem.lags]
+    # Eq. 6-7: totalLag = lag + λ·t_r, the lag a partition will have when the rebalance is over.
     planned = [lag + rate * params.rebalance_s for lag, rate in zip(lags, rates)] if params.plan_rebalance_lag else lags
     order = sorted(problem.decreasing_order, key=lambda j: -lags[j])  # stable: by lag, then rate, then key
     order.sort(key=rates.__getitem__, reverse=True)
 
     def pack(lag_values: Sequence[float], f: float) -> list[list[int]]:
+        """Least-Loaded (λ, lag, μ·f, μ·w_sla·f): the consumers Eq. 5 asks for, by the heuristic."""
+        if not rates:
+            return []
         rate_cap, lag_cap = mu * f, mu * params.w_sla * f
         # Start from a lower bound so the restarts are few: the total over the capacity, and the partitions
         # above half the capacity in one dimension (no two of them can share a consumer).
@@ -106,12 +90,16 @@ def place(problem: Problem, params: LeastLoadedParams) -> Placement:
         )
         return least_loaded(rates, lag_values, order, rate_cap, lag_cap, start)
 
-    current = {c: held for c, held in problem.previous_indices.items() if held}
+    # G_current: the members (every one is a replica, busy or not), or the consumers that held a partition.
+    if problem.members is not None:
+        current = {m: problem.previous_indices.get(m, []) for m in problem.members}
+    else:
+        current = {c: held for c, held in problem.previous_indices.items() if held}
+    owned = sum(len(held) for held in current.values())
 
-    def violates(f: float) -> bool:  # assignmentViolatesTheSLA(f_up); an unowned partition violates too
-        if any(owner is None for owner in problem.previous_owner):
-            return True
-        return any(
+    def violates(f: float) -> bool:
+        """assignmentViolatesTheSLA(f): Eq. 4 at f for some consumer, or a partition nobody in G_current holds."""
+        return owned < problem.size or any(
             sum(lags[j] for j in held) > mu * params.w_sla * f * (1 + 1e-12)
             or sum(rates[j] for j in held) > mu * f * (1 + 1e-12)
             for held in current.values()
@@ -120,7 +108,7 @@ def place(problem: Problem, params: LeastLoadedParams) -> Placement:
     # Procedure 1, scaleNeeded, on the current lags.
     if len(pack(lags, params.f_up)) > len(current):
         action = "UP"
-    elif problem.size and len(pack(lags, params.f_down)) < len(current):
+    elif len(pack(lags, params.f_down)) < len(current):
         action = "DOWN"
     elif violates(params.f_up):
         action = "REASS"
@@ -131,14 +119,19 @@ def place(problem: Problem, params: LeastLoadedParams) -> Placement:
     if action == "DOWN":
         packing = pack(planned, params.f_down)
         if len(packing) >= len(current):
+            # The planned lag leaves nothing to remove. Procedure 2 then does nothing; groupfit finishes
+            # Procedure 1's checks instead, so an assignment that violates Eq. 4 is still reassigned.
             action, packing = ("REASS", None) if violates(params.f_up) else ("NONE", None)
     if action in ("UP", "REASS"):
         packing = pack(planned, params.f_up)
-    assignment = dict(current) if packing is None else label(problem, packing)
+    if packing is None:
+        assignment = current
+    else:
+        assignment = name_by_overlap(problem, packing, candidates(problem, len(packing)))
     return Placement(assignment, {
         "scale_action": action,
         "consumers_before": len(current),
-        "consumers_after": len(assignment),
+        "consumers_after": sum(1 for held in assignment.values() if held),
         "rate_capacity": mu * params.f_up,
         "lag_capacity": mu * params.w_sla * params.f_up,
     })

@@ -1,5 +1,7 @@
-"""The threshold autoscaler of KEDA and the cloud providers, a baseline: N = ⌈Σ rate / (μ·f)⌉ consumers,
-then Kafka's round-robin over them (rates decide the count, not the placement)."""
+"""The threshold autoscaler of KEDA and the cloud providers, a baseline (Landau et al. §II-C; Ezzeddine
+et al. §1, §3: "the ratio of the arrival rate of events to the maximum consumption rate per replica"):
+N = ⌈Σ rate / (μ·f)⌉ consumers, then Kafka's round-robin over them (rates decide the count, not the
+placement)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.core.algorithm import Algorithm, Placement, register
 from app.core.bins import ConsumerPool
-from app.core.model import Problem
+from app.core.model import Problem, sorted_consumers
 
 
 class LinearParams(BaseModel):
@@ -22,7 +24,11 @@ def linear(problem: Problem, params: LinearParams) -> Placement:
     mu = params.mu or problem.capacity
     count = max(1, math.ceil(problem.total_rate / (mu * params.f) - 1e-9)) if problem.size else 0
     previous = [c for c, held in problem.previous_indices.items() if held]
-    consumers = ConsumerPool(problem.members).open_group(previous, count)[: max(count, 1)]
+    pool = ConsumerPool(problem.members)
+    # With members: the first `count` of them, and surplus ids (solve() folds them into the members, and
+    # recommended_consumers says how many the autoscaler wanted) when there are fewer members than that.
+    group = pool.open_group(previous, count)[: max(count, 1)]
+    consumers = sorted_consumers(group) + [pool.open() for _ in range(count - len(group))]
     assignment: dict[str, list[int]] = {c: [] for c in consumers}
     for i, j in enumerate(problem.key_order):
         assignment[consumers[i % len(consumers)]].append(j)
@@ -35,6 +41,6 @@ register(
         description="KEDA-style threshold autoscaler: ⌈Σ rate / (μ·f)⌉ consumers, round-robin (baseline).",
         place=linear,
         params=LinearParams,
-        source="KEDA Kafka scaler / cloud autoscalers, as compared in Landau et al. §II-C",
+        source="KEDA Kafka scaler / cloud autoscalers: Landau et al. §II-C; the linear autoscaler of Ezzeddine et al. §1, §3",
     )
 )
