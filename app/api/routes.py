@@ -123,8 +123,11 @@ async def assign(
     algorithm = get_algorithm(req.algorithm)
     params = algorithm.parse_params(req.params)
     group, store = req.group, _store(request)
-    fingerprint = hashlib.sha256(body + delta.encode()).hexdigest()
+    fingerprint = ""  # of the request an Idempotency-Key stands for; only hashed when it is stored
     if group and idempotency_key:
+        digest = hashlib.sha256(body)
+        digest.update(delta.encode())
+        fingerprint = digest.hexdigest()
         replay = await store.get_replay(group, idempotency_key)
         if replay is not None:
             return _replayed(replay, fingerprint)
