@@ -12,7 +12,7 @@ import msgspec
 from fastapi import APIRouter, Header, Path, Query, Request
 from starlette.responses import Response
 
-from app.api import schemas
+from app.api import examples, schemas
 from app.api.errors import ApiError, decode_error
 from app.core.algorithm import algorithms, get_algorithm
 from app.core.assign import answer_document, capacity_of, solve
@@ -35,18 +35,27 @@ def _ref(name: str) -> dict[str, Any]:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def _body(name: str) -> dict[str, Any]:
-    return {"requestBody": {"required": True, "content": {"application/json": {"schema": _ref(name)}}}}
+def _json_content(name: str, example: Any = None) -> dict[str, Any]:
+    media: dict[str, Any] = {"schema": _ref(name)}
+    if example is not None:
+        media["example"] = example
+    return {"application/json": media}
 
 
-def _answers(ok: str | None, *errors: int, status: int = 200) -> dict[int | str, dict[str, Any]]:
+def _body(name: str, example: Any = None) -> dict[str, Any]:
+    return {"requestBody": {"required": True, "content": _json_content(name, example)}}
+
+
+def _answers(
+    ok: str | None, *errors: int, status: int = 200, examples: dict[int, Any] | None = None
+) -> dict[int | str, dict[str, Any]]:
     """The documented answers; every /v1 route may also answer 401 and 403 when tokens are configured."""
-    errors = (*errors, 401, 403)
+    examples = examples or {}
     responses: dict[int | str, dict[str, Any]] = {}
     if ok:
-        responses[status] = {"description": "OK", "content": {"application/json": {"schema": _ref(ok)}}}
-    for code in errors:
-        responses[code] = {"description": "error", "content": {"application/json": {"schema": _ref("ErrorResponse")}}}
+        responses[status] = {"description": "OK", "content": _json_content(ok, examples.get(status))}
+    for code in (*errors, 401, 403):
+        responses[code] = {"description": "error", "content": _json_content("ErrorResponse", examples.get(code))}
     return responses
 
 
@@ -107,8 +116,9 @@ def _assignment_doc(assignment: dict[str, list[PartitionKey]]) -> dict[str, list
 @router.post(
     "/v1/assign",
     summary="Compute a new assignment (and store it as the group's next version)",
-    openapi_extra=_body("AssignRequest"),
-    responses=_answers("AssignResponse", 404, 409, 413, 422, 503),
+    openapi_extra=_body("AssignRequest", examples.ASSIGN_REQUEST),
+    responses=_answers("AssignResponse", 404, 409, 413, 422, 503, examples={
+        200: examples.ASSIGN_ANSWER, 409: examples.VERSION_CONFLICT_ERROR, 422: examples.DUPLICATE_PARTITION_ERROR}),
     response_class=Response,
 )
 async def assign(
@@ -280,7 +290,7 @@ async def group_history(request: Request, group: GroupPath, limit: int = Query(1
 
 
 @router.put("/v1/groups/{group}/rates", summary="Store the group's observed rates and lags (the rates job writes here)",
-            openapi_extra=_body("RatesUpdate"), responses=_answers("RatesAck", 413, 422, 503), response_class=Response)
+            openapi_extra=_body("RatesUpdate", examples.RATES_UPDATE), responses=_answers("RatesAck", 413, 422, 503), response_class=Response)
 async def put_rates(request: Request, group: GroupPath) -> Response:
     _authorize(request, group, write=True)
     settings = _settings(request)

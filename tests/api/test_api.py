@@ -12,7 +12,7 @@ import httpx
 import msgspec
 import pytest
 
-from app.api import schemas
+from app.api import examples, schemas
 from app.main import create_app, openapi_json
 from app.settings import Settings
 
@@ -20,16 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def request_body(**extra):
-    body = {
-        "algorithm": "mwf",
-        "capacity": 100,
-        "partitions": [
-            {"topic": "t", "partition": 0, "rate": 100},
-            {"topic": "t", "partition": 1, "rate": 100},
-            {"topic": "t", "partition": 2, "rate": 100},
-            {"topic": "t", "partition": 3, "rate": 150, "lag": 10},
-        ],
-    }
+    """The contract's example request without its previous assignment, changed by `extra`."""
+    body = {key: value for key, value in examples.ASSIGN_REQUEST.items() if key != "previous"}
     body.update(extra)
     return body
 
@@ -61,9 +53,7 @@ def error_code(response: httpx.Response) -> str:
 
 
 async def test_assign_answers_the_documented_shape(client):
-    response = await client.post("/v1/assign", json=request_body(previous={"a": [{"topic": "t", "partition": 0}],
-                                                                          "b": [{"topic": "t", "partition": 1},
-                                                                                {"topic": "t", "partition": 2}]}))
+    response = await client.post("/v1/assign", json=examples.ASSIGN_REQUEST)
     assert response.status_code == 200
     assert response.headers["x-request-id"]
     answer = msgspec.json.decode(response.content, type=schemas.AssignResponse)
@@ -313,6 +303,21 @@ async def test_a_redis_that_does_not_answer_gives_503_within_the_timeout():
             assert response.status_code == 503 and error_code(response) == "store_unavailable"
             assert 0.3 <= time.perf_counter() - started < 1.0
         await app.state.store.close()
+
+
+async def test_the_contracts_examples_are_real_answers(client, group):
+    assert (await client.post("/v1/assign", json=examples.ASSIGN_REQUEST)).json() == examples.ASSIGN_ANSWER
+    duplicate = await client.post("/v1/assign", json=examples.DUPLICATE_PARTITION_REQUEST)
+    assert duplicate.status_code == 422 and duplicate.json() == examples.DUPLICATE_PARTITION_ERROR
+    for _ in range(3):
+        await client.post("/v1/assign", json={**examples.ASSIGN_REQUEST, "group": group})
+    stale = await client.post("/v1/assign", json={**examples.ASSIGN_REQUEST, "group": group, "expected_version": 2})
+    assert stale.status_code == 409
+    assert stale.json() == json.loads(json.dumps(examples.VERSION_CONFLICT_ERROR).replace("'orders'", repr(group)))
+    assert (await client.put(f"/v1/groups/{group}/rates", json=examples.RATES_UPDATE)).status_code == 200
+    assert (await client.get(f"/v1/groups/{group}/rates")).json()["partitions"] == [
+        {"lag": None, **p} for p in examples.RATES_UPDATE["partitions"]
+    ]
 
 
 def test_openapi_file_matches_the_app():
