@@ -3,6 +3,7 @@ Starlette's BaseHTTPMiddleware would cost more than a 1 000-partition assignment
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
@@ -37,6 +38,12 @@ class Metrics:
                             registry=self.registry)
         self.consumers = Gauge("groupfit_group_consumers", "consumers of the group's last stored assignment",
                                ["group"], registry=self.registry)
+
+    def forget_group(self, group: str) -> None:
+        """A deleted group's gauges go too (else every group ever seen stays exported)."""
+        for gauge in (self.rscore, self.consumers):
+            with contextlib.suppress(KeyError):  # this process never stored a version of it
+                gauge.remove(group)
 
 
 class JsonFormatter(logging.Formatter):

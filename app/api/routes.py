@@ -276,6 +276,7 @@ async def delete_group(request: Request, group: GroupPath) -> Response:
     _authorize(request, group, write=True)
     if not await _store(request).delete(group):
         raise ApiError("group_not_found", f"group {group!r} has nothing stored.")
+    request.app.state.metrics.forget_group(group)
     return Response(status_code=204)
 
 

@@ -273,6 +273,8 @@ async def test_health_ready_and_metrics(client, group):
     assert 'groupfit_http_request_duration_seconds_count{method="POST",route="/v1/assign",status="200"}' in text
     assert 'groupfit_assignment_compute_seconds_count{algorithm="mwf"}' in text
     assert f'groupfit_group_consumers{{group="{group}"}} 4.0' in text
+    assert (await client.delete(f"/v1/groups/{group}")).status_code == 204
+    assert f'group="{group}"' not in (await client.get("/metrics")).text
 
 
 async def test_store_down_gives_503_but_assign_without_group_works():
