@@ -156,9 +156,7 @@ def _fewest_consumers(problem: Problem, weight: list[int], sets: list[list[int]]
     for b in range(1, upper):
         model.AddImplication(used[b], used[b - 1])  # bins in use form a prefix
     model.Add(sum(used) >= lower)
-    for b, held in enumerate(start):
-        for j in held:
-            model.AddHint(x[j, b], 1)
+    _hint(model, x, used, {(j, b) for b, held in enumerate(start) for j in held})
     model.Minimize(sum(used))  # Eq. 3
     solver = _solver(seconds)
     status = solver.Solve(model)
@@ -172,6 +170,15 @@ def _fewest_consumers(problem: Problem, weight: list[int], sets: list[list[int]]
     bound = len(alone) + max(lower, math.ceil(solver.BestObjectiveBound() - 1e-9))
     proven = status == cp_model.OPTIMAL or len(packing) == bound
     return "OPTIMAL" if proven else "FEASIBLE", packing, bound, solver.deterministic_time
+
+
+def _hint(model, x: dict[tuple[int, int], Any], used: list[Any], chosen: set[tuple[int, int]]) -> None:
+    """A complete hint (every variable), which CP-SAT takes as its first solution at once."""
+    for key, var in x.items():
+        model.AddHint(var, key in chosen)
+    busy = {b for _, b in chosen}
+    for b, var in enumerate(used):
+        model.AddHint(var, b in busy)
 
 
 def martello_toth_l2(weights: list[int], capacity: int) -> int:
@@ -253,9 +260,7 @@ def _least_migration(problem: Problem, weight: list[int], sets: list[list[int]],
     clean = [b for b, consumer in enumerate(labels) if not problem.previous_indices.get(consumer)]
     for a, b in zip(clean, clean[1:]):  # ids that held nothing are interchangeable: use them in order
         model.AddImplication(used[b], used[a])
-    for consumer, held in start.items():
-        for j in held:
-            model.AddHint(x[j, slot[consumer]], 1)
+    _hint(model, x, used, {(j, slot[consumer]) for consumer, held in start.items() for j in held})
     kept = [(weight[j], x[j, slot[owner[j]]]) for j in range(n) if owner[j] in slot]
     model.Minimize(movable - sum(w * var for w, var in kept))  # Eq. 11 times C
     solver = _solver(seconds)
