@@ -13,7 +13,6 @@ from app.core.algorithm import get_algorithm
 from app.core.assign import solve
 from app.core.errors import AssignmentError
 from app.core.model import build_problem
-
 from tests.unit.algorithm_cases import outcome_of, partitions_of
 from tests.unit.test_properties import instances
 

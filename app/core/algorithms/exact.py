@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import time
 from bisect import bisect_left, bisect_right
-from itertools import accumulate
+from itertools import accumulate, pairwise
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -258,7 +258,7 @@ def _least_migration(problem: Problem, weight: list[int], sets: list[list[int]],
             model.AddAtMostOne(x[j, b] for j in members)
     model.Add(sum(used) == count)
     clean = [b for b, consumer in enumerate(labels) if not problem.previous_indices.get(consumer)]
-    for a, b in zip(clean, clean[1:]):  # ids that held nothing are interchangeable: use them in order
+    for a, b in pairwise(clean):  # ids that held nothing are interchangeable: use them in order
         model.AddImplication(used[b], used[a])
     _hint(model, x, used, {(j, slot[consumer]) for consumer, held in start.items() for j in held})
     kept = [(weight[j], x[j, slot[owner[j]]]) for j in range(n) if owner[j] in slot]
