@@ -52,6 +52,9 @@ def test_exact_anti_collocation_and_oversized():
     # A set whose other member is above capacity costs nothing extra: that one sits alone anyway.
     out = outcome_of("exact", [10, 10, 150], anti_collocation=[[{"topic": "t", "partition": 0}, {"topic": "t", "partition": 2}]])
     assert out.consumer_count == 2 and out.outputs["consumers_bound"] == 2
+    # Overlapping sets {0, 1} and {1, 2}: 1 alone, 0 and 2 together.
+    chain = [[{"topic": "t", "partition": p} for p in pair] for pair in ((0, 1), (1, 2))]
+    assert sorted(partitions_of(outcome_of("exact", [1, 1, 1], anti_collocation=chain)).values()) == [[0, 2], [1]]
     with pytest.raises(AssignmentError) as error:
         outcome_of("exact", [10], anti_collocation=[[{"topic": "x", "partition": 9}]])
     assert error.value.code == "invalid_parameter"

@@ -209,19 +209,23 @@ def _heuristic_packing(heuristic: dict[str, list[int]], inside: set[int]) -> lis
 
 
 def _split_apart(packing: list[list[int]], sets: list[list[int]]) -> list[list[int]]:
-    """The packing with every anti-collocation conflict undone: in each bin the first partition of a set
-    stays and the others get a bin each (loads only fall, so capacity still holds)."""
-    member_of = {j: s for s, members in enumerate(sets) for j in members}
+    """The packing with every anti-collocation conflict undone: in each bin a partition stays unless it
+    shares a set with one that stayed, else it gets a bin alone (loads only fall, capacity still holds)."""
+    sets_of: dict[int, set[int]] = {}
+    for s, members in enumerate(sets):
+        for j in members:
+            sets_of.setdefault(j, set()).add(s)
     result: list[list[int]] = []
     for held in packing:
-        kept, seen = [], set()
+        kept: list[int] = []
+        seen: set[int] = set()  # the sets a kept partition belongs to
         for j in held:
-            s = member_of.get(j)
-            if s is not None and s in seen:
+            mine = sets_of.get(j, set())
+            if mine & seen:
                 result.append([j])
             else:
                 kept.append(j)
-                seen.add(s)
+                seen |= mine
         result.append(kept)
     return result
 
