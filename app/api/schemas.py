@@ -16,12 +16,14 @@ Topic = Annotated[str, Meta(min_length=1, max_length=255)]
 PartitionNumber = Annotated[int, Meta(ge=0, le=2**31 - 1)]
 
 
-class PartitionRef(Struct, forbid_unknown_fields=True):
+# gc=False: these hold only strings and numbers (no cycles possible); 10^5 of them decoded per large
+# request would otherwise be tracked by the cyclic collector (~25% of the decode time).
+class PartitionRef(Struct, forbid_unknown_fields=True, gc=False):
     topic: Topic
     partition: PartitionNumber
 
 
-class PartitionRate(Struct, forbid_unknown_fields=True):
+class PartitionRate(Struct, forbid_unknown_fields=True, gc=False):
     topic: Topic
     partition: PartitionNumber
     rate: Annotated[float, Meta(description="observed rate, e.g. bytes/s; same unit as capacity")]
