@@ -7,6 +7,9 @@
                                    # the group with rates measured by the job, 1 otherwise
     python -m app.demo produce …   # the demo producer alone (docker-compose)
     python -m app.demo consume …   # the demo consumer group alone (docker-compose)
+
+A consumer group only rebalances when its membership changes, so the demo's last member leaves and joins
+again every --rejoin-s seconds: each time the leader asks groupfit with the latest measured rates.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -27,6 +32,7 @@ from pathlib import Path
 import httpx
 
 TOPIC, GROUP, PARTITIONS, RECORD = "demo-events", "demo", 8, 200
+REJOIN_S = 30.0
 
 
 def target_rates(elapsed: float) -> dict[int, float]:
@@ -63,12 +69,13 @@ def create_topic(bootstrap: str, topic: str) -> None:
 
 
 async def consume(bootstrap: str, topic: str, group: str, service_url: str, members: int, stop: asyncio.Event,
-                  rejoin: asyncio.Event | None = None) -> None:
-    """`members` consumers with the groupfit assignor; when `rejoin` is set, the last one leaves and joins
-    again, which makes the leader ask the service for a new assignment."""
+                  rejoin_s: float = REJOIN_S) -> None:
+    """`members` consumers with the groupfit assignor; every `rejoin_s` the last one leaves and joins again,
+    which makes the leader ask the service for a new assignment."""
     from aiokafka import AIOKafkaConsumer
-
     from groupfit_client.assignor import groupfit_assignor
+
+    logging.getLogger("aiokafka").setLevel(logging.ERROR)  # its rebalance chatter would scroll the view away
 
     def member(i: int) -> AIOKafkaConsumer:
         assignor = groupfit_assignor(service_url, group, f"consumer-{i}", capacity=1000.0)
@@ -79,14 +86,15 @@ async def consume(bootstrap: str, topic: str, group: str, service_url: str, memb
     consumers = [member(i) for i in range(1, members + 1)]
     for consumer in consumers:
         await consumer.start()
+    last_join = time.monotonic()
     try:
         while not stop.is_set():
             await asyncio.gather(*(c.getmany(timeout_ms=500) for c in consumers))
-            if rejoin is not None and rejoin.is_set():
-                rejoin.clear()
+            if time.monotonic() - last_join >= rejoin_s:
                 await consumers[-1].stop()
                 consumers[-1] = member(members)
                 await consumers[-1].start()
+                last_join = time.monotonic()
     finally:
         for consumer in consumers:
             await consumer.stop()
@@ -124,17 +132,18 @@ def view(service_url: str, group: str) -> tuple[str, dict]:
     return "\n".join(lines), facts
 
 
-def run_demo(check_seconds: float | None) -> int:
+def run_demo(check_seconds: float | None, rejoin_s: float = REJOIN_S) -> int:
     from app.embedded import EmbeddedKafka, EmbeddedRedis, free_port, wait_for_port
 
     work = Path(tempfile.mkdtemp(prefix="groupfit-demo-"))
     processes: list[subprocess.Popen] = []
     stop = threading.Event()
-    with EmbeddedRedis(data_dir=work / "redis") as redis, EmbeddedKafka(log_path=work / "broker.log") as kafka:
+    status = 1
+    with (EmbeddedRedis(data_dir=work / "redis") as redis, EmbeddedKafka(log_path=work / "broker.log") as kafka,
+          open(work / "processes.log", "ab") as log):
         port = free_port()
         service_url = f"http://127.0.0.1:{port}"
         env = {**os.environ, "REDIS_URL": redis.url, "GROUPFIT_PORT": str(port), "GROUPFIT_LOG_LEVEL": "WARNING"}
-        log = open(work / "processes.log", "ab")
         try:
             processes.append(subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], env=env, stdout=log, stderr=log))
             wait_for_port("127.0.0.1", port, 30)
@@ -145,9 +154,9 @@ def run_demo(check_seconds: float | None) -> int:
                  "--slide-s", "2", "--trigger-s", "2", "--master", "local[2]", "--checkpoint-dir", str(work / "checkpoint")],
                 env=env, stdout=log, stderr=log))
             threading.Thread(target=produce, args=(kafka.bootstrap_servers, TOPIC, stop), daemon=True).start()
-            return asyncio.run(_watch(kafka.bootstrap_servers, service_url, check_seconds))
+            status = asyncio.run(_watch(kafka.bootstrap_servers, service_url, check_seconds, rejoin_s))
         except KeyboardInterrupt:
-            return 0
+            status = 0
         finally:
             stop.set()
             for process in processes:
@@ -157,14 +166,18 @@ def run_demo(check_seconds: float | None) -> int:
                     process.wait(timeout=20)
                 except subprocess.TimeoutExpired:
                     process.kill()
-            log.close()
+                    process.wait()
+    if status == 0:
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        print(f"logs of the servers and the job: {work}", flush=True)
+    return status
 
 
-async def _watch(bootstrap: str, service_url: str, check_seconds: float | None) -> int:
-    stop, rejoin = asyncio.Event(), asyncio.Event()
-    group_task = asyncio.create_task(consume(bootstrap, TOPIC, GROUP, service_url, 3, stop, rejoin))
+async def _watch(bootstrap: str, service_url: str, check_seconds: float | None, rejoin_s: float) -> int:
+    stop = asyncio.Event()
+    group_task = asyncio.create_task(consume(bootstrap, TOPIC, GROUP, service_url, 3, stop, rejoin_s))
     began = time.monotonic()
-    rejoined_after = None
     tty = sys.stdout.isatty()
     try:
         while check_seconds is None or time.monotonic() - began < check_seconds:
@@ -175,13 +188,11 @@ async def _watch(bootstrap: str, service_url: str, check_seconds: float | None) 
                 text, facts = await asyncio.to_thread(view, service_url, GROUP)
             except httpx.HTTPError as exc:
                 text, facts = f"the service does not answer yet ({exc})", {}
-            print(("\033[2J\033[H" if tty else "\n") + text, flush=True)
-            # Once the job has measured rates, make the group rebalance so the leader asks with them.
-            if facts.get("rates_at") and rejoined_after is None:
-                rejoined_after = facts["rates_at"]
-                rejoin.set()
-            if (check_seconds is not None and rejoined_after and facts.get("assigned_at")
-                    and facts["assigned_at"] > rejoined_after):
+            print(("\033[2J\033[H" if tty else "\n") + text + f"\n\n(the last member rejoins every {rejoin_s:g} s; "
+                  "Ctrl-C stops everything)", flush=True)
+            # The leader stores a version only when it got an answer from the service, which it asks only
+            # once rates are stored; in the demo only the job stores rates.
+            if check_seconds is not None and facts.get("rates_at") and facts.get("version", 0) >= 1:
                 print(f"\ndemo check passed: the service rebalanced the group (version {facts['version']}) "
                       "with rates measured by the Spark job", flush=True)
                 return 0
@@ -198,13 +209,16 @@ async def _watch(bootstrap: str, service_url: str, check_seconds: float | None) 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--check", type=float, metavar="SECONDS",
                         help="run at most this long and exit 0 only if the service rebalanced with measured rates")
+    parser.add_argument("--rejoin-s", type=float, default=REJOIN_S,
+                        help="seconds between a member leaving and rejoining, which makes the group rebalance")
 
 
 def run(args: argparse.Namespace) -> int:
-    return run_demo(args.check)
+    return run_demo(args.check, args.rejoin_s)
 
 
-def main() -> int:
+def parts_parser() -> argparse.ArgumentParser:
+    """`python -m app.demo produce|consume …`: the demo's producer and consumer group alone."""
     parser = argparse.ArgumentParser(prog="python -m app.demo")
     sub = parser.add_subparsers(dest="part", required=True)
     producer = sub.add_parser("produce")
@@ -216,12 +230,18 @@ def main() -> int:
     consumer.add_argument("--group", default=GROUP)
     consumer.add_argument("--service-url", required=True)
     consumer.add_argument("--members", type=int, default=3)
-    args = parser.parse_args()
+    consumer.add_argument("--rejoin-s", type=float, default=REJOIN_S)
+    return parser
+
+
+def main() -> int:
+    args = parts_parser().parse_args()
     create_topic(args.bootstrap_servers, args.topic)
     if args.part == "produce":
         produce(args.bootstrap_servers, args.topic, threading.Event())
     else:
-        asyncio.run(consume(args.bootstrap_servers, args.topic, args.group, args.service_url, args.members, asyncio.Event()))
+        asyncio.run(consume(args.bootstrap_servers, args.topic, args.group, args.service_url, args.members,
+                            asyncio.Event(), args.rejoin_s))
     return 0
 
 

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Submit the rates job to a Spark cluster. The groupfit wheel must be importable by the executors:
-# ship it with --py-files (built by `pip wheel . -w dist`) or bake it into the Spark image.
+# Submit the rates job to a Spark cluster:
+#   SPARK_MASTER=spark://spark-master:7077 deploy/spark/submit.sh --topics orders --consumer-group orders \
+#       --bootstrap-servers kafka:9092 --service-url http://groupfit:8000
+# The groupfit wheel must be importable by the executors: ship it with --py-files (built by
+# `pip wheel --no-deps . -w dist`) or run on the groupfit-spark image (deploy/spark/Dockerfile).
 # Every option of `groupfit rates-job` works here; they also read GROUPFIT_RATES_* variables.
 set -euo pipefail
 : "${SPARK_MASTER:?set SPARK_MASTER, e.g. spark://spark-master:7077 or k8s://https://kubernetes.default.svc}"
@@ -11,4 +14,4 @@ exec spark-submit \
   --packages org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.1 \
   --py-files "${GROUPFIT_WHEEL:-dist/groupfit-0.1.0-py3-none-any.whl}" \
   --conf spark.sql.shuffle.partitions=8 \
-  "$(dirname "$0")/rates_job.py" --source kafka "$@"
+  "$(dirname "$0")/rates_job.py" --source kafka --master "$SPARK_MASTER" "$@"

@@ -1,0 +1,83 @@
+"""`groupfit demo` end to end: embedded Redis and Kafka-protocol broker, the API, the Spark rates job, the
+producer and a 3-member group with the groupfit assignor, as a newcomer runs it."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+GROUPFIT = [sys.executable, "-m", "app.cli"]
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process started under `pid`, by parent links in /proc."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_demo_check_passes_once_the_service_rebalanced_with_measured_rates():
+    finished = subprocess.run([*GROUPFIT, "demo", "--check", "200", "--rejoin-s", "10"], capture_output=True, text=True,
+                              timeout=300, check=False)
+    assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-3000:]
+    assert "demo check passed" in finished.stdout
+    last_view = finished.stdout.rsplit("groupfit demo —", 1)[1]
+    assert "rates measured by the Spark job" in last_view
+    assert last_view.count("consumer-") == 3  # each member with its partitions and load
+
+
+def test_ctrl_c_stops_everything_the_demo_started():
+    demo = subprocess.Popen([*GROUPFIT, "demo", "--rejoin-s", "10"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)  # its own process group, as a terminal's job
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in demo.stdout], daemon=True).start()
+    seen, started = [], set()
+    try:
+        deadline = time.monotonic() + 200
+        while not any(line.startswith("rebalances by the service:") for line in seen):
+            assert time.monotonic() < deadline and demo.poll() is None, "".join(seen[-60:])
+            try:
+                seen.append(lines.get(timeout=1))
+            except queue.Empty:
+                pass
+            started |= descendants(demo.pid)
+        started |= descendants(demo.pid)
+        # the servers, the job (and its JVM), the embedded Redis and broker
+        assert len(started) >= 5, started
+        os.killpg(demo.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        assert demo.wait(timeout=90) == 0
+    finally:
+        if demo.poll() is None:
+            os.killpg(demo.pid, signal.SIGKILL)
+            demo.wait()
+    deadline = time.monotonic() + 10
+    while any(alive(pid) for pid in started) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [pid for pid in started if alive(pid)]
