@@ -33,11 +33,14 @@ import httpx
 
 TOPIC, GROUP, PARTITIONS, RECORD = "demo-events", "demo", 8, 200
 REJOIN_S = 30.0
+# What one consumer can read, bytes/s: the rates below total 1 160-1 860 B/s over a ~4 minute cycle, so the
+# group needs two or three consumers, and no partition alone exceeds it (at most 720 B/s).
+CAPACITY = 750.0
 
 
 def target_rates(elapsed: float) -> dict[int, float]:
-    """Skewed bytes/s per partition, drifting over minutes so the group needs rebalancing."""
-    return {p: 400.0 * (0.6 ** p) * (1.4 + math.sin(elapsed / 40 + p)) for p in range(PARTITIONS)}
+    """Skewed bytes/s per partition, each drifting on its own phase so the best assignment keeps changing."""
+    return {p: 300.0 * (0.75 ** p) * (1.4 + math.sin(elapsed / 40 + p)) for p in range(PARTITIONS)}
 
 
 def produce(bootstrap: str, topic: str, stop: threading.Event) -> None:
@@ -78,7 +81,7 @@ async def consume(bootstrap: str, topic: str, group: str, service_url: str, memb
     logging.getLogger("aiokafka").setLevel(logging.ERROR)  # its rebalance chatter would scroll the view away
 
     def member(i: int) -> AIOKafkaConsumer:
-        assignor = groupfit_assignor(service_url, group, f"consumer-{i}", capacity=1000.0)
+        assignor = groupfit_assignor(service_url, group, f"consumer-{i}", capacity=CAPACITY)
         return AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="latest",
                                 partition_assignment_strategy=(assignor,), session_timeout_ms=6000,
                                 heartbeat_interval_ms=1000)
@@ -125,16 +128,21 @@ def view(service_url: str, group: str) -> tuple[str, dict]:
         lines.append("")
         for consumer, held in sorted(body["assignment"].items()):
             load = sum(rate.get((p["topic"], p["partition"]), 0.0) for p in held)
-            parts = ", ".join(str(p["partition"]) for p in held) or "-"
+            parts = ", ".join(str(p) for p in sorted(p["partition"] for p in held)) or "-"
             lines.append(f"  {consumer:<12} load {load:8.1f} B/s  ({load / body['capacity']:5.0%})  partitions {parts}")
     else:
         lines.append("waiting for the group's first assignment…")
     return "\n".join(lines), facts
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def run_demo(check_seconds: float | None, rejoin_s: float = REJOIN_S) -> int:
     from app.embedded import EmbeddedKafka, EmbeddedRedis, free_port, wait_for_port
 
+    signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops everything too, like Ctrl-C (while starting)
     work = Path(tempfile.mkdtemp(prefix="groupfit-demo-"))
     processes: list[subprocess.Popen] = []
     stop = threading.Event()
@@ -155,9 +163,10 @@ def run_demo(check_seconds: float | None, rejoin_s: float = REJOIN_S) -> int:
                 env=env, stdout=log, stderr=log))
             threading.Thread(target=produce, args=(kafka.bootstrap_servers, TOPIC, stop), daemon=True).start()
             status = asyncio.run(_watch(kafka.bootstrap_servers, service_url, check_seconds, rejoin_s))
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, asyncio.CancelledError):
             status = 0
         finally:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # stopping what was started runs to its end
             stop.set()
             for process in processes:
                 process.send_signal(signal.SIGINT if process.args[3:4] == ["rates-job"] else signal.SIGTERM)
@@ -175,6 +184,8 @@ def run_demo(check_seconds: float | None, rejoin_s: float = REJOIN_S) -> int:
 
 
 async def _watch(bootstrap: str, service_url: str, check_seconds: float | None, rejoin_s: float) -> int:
+    # SIGTERM cancels this task, so the consumers leave the group as on Ctrl-C (asyncio.run's own SIGINT way).
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, asyncio.current_task().cancel)
     stop = asyncio.Event()
     group_task = asyncio.create_task(consume(bootstrap, TOPIC, GROUP, service_url, 3, stop, rejoin_s))
     began = time.monotonic()

@@ -3,6 +3,7 @@ producer and a 3-member group with the groupfit assignor, as a newcomer runs it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
@@ -53,7 +54,11 @@ def test_demo_check_passes_once_the_service_rebalanced_with_measured_rates():
     assert last_view.count("consumer-") == 3  # each member with its partitions and load
 
 
-def test_ctrl_c_stops_everything_the_demo_started():
+@pytest.mark.parametrize("stop", [
+    lambda demo: os.killpg(demo.pid, signal.SIGINT),  # Ctrl-C in a terminal: the whole job gets SIGINT
+    lambda demo: demo.send_signal(signal.SIGTERM),  # `kill`: only the demo is told, it stops the rest
+], ids=["ctrl-c", "sigterm"])
+def test_stopping_the_demo_stops_everything_it_started(stop):
     demo = subprocess.Popen([*GROUPFIT, "demo", "--rejoin-s", "10"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)  # its own process group, as a terminal's job
     lines: queue.Queue[str] = queue.Queue()
@@ -71,13 +76,15 @@ def test_ctrl_c_stops_everything_the_demo_started():
         started |= descendants(demo.pid)
         # the servers, the job (and its JVM), the embedded Redis and broker
         assert len(started) >= 5, started
-        os.killpg(demo.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        stop(demo)
         assert demo.wait(timeout=90) == 0
-    finally:
-        if demo.poll() is None:
-            os.killpg(demo.pid, signal.SIGKILL)
-            demo.wait()
-    deadline = time.monotonic() + 10
-    while any(alive(pid) for pid in started) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not [pid for pid in started if alive(pid)]
+        deadline = time.monotonic() + 10
+        while any(alive(pid) for pid in started) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [pid for pid in started if alive(pid)]
+    finally:  # whatever failed, leave nothing running (the broker runs in a session of its own)
+        for pid in [demo.pid, *started]:
+            with contextlib.suppress(ProcessLookupError):
+                if alive(pid):
+                    os.kill(pid, signal.SIGKILL)
+        demo.wait()
