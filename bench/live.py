@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.embedded import free_port, wait_for_port  # noqa: E402
+from app.local.servers import free_port, wait_for_port  # noqa: E402
 
 
 @contextmanager
@@ -23,8 +23,13 @@ def service_at(url: str | None, pid: int | None = None, **env: str) -> Iterator[
         yield url, pid
         return
     port = free_port()
-    environment = {**os.environ, "GROUPFIT_PORT": str(port), "GROUPFIT_LOG_LEVEL": "WARNING",
-                   "GROUPFIT_DATA_DIR": str(ROOT / ".groupfit" / "bench"), **env}
+    environment = {
+        **os.environ,
+        "GROUPFIT_PORT": str(port),
+        "GROUPFIT_LOG_LEVEL": "WARNING",
+        "GROUPFIT_DATA_DIR": str(ROOT / ".groupfit" / "bench"),
+        **env,
+    }
     service = subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], env=environment, cwd=ROOT)
     try:
         wait_for_port("127.0.0.1", port, 30)

@@ -16,10 +16,9 @@ import time
 from pathlib import Path
 
 import httpx
-
 from live import rss_mb, service_at
 
-from app.embedded import EmbeddedKafka, EmbeddedRedis
+from app.local.servers import EmbeddedKafka, EmbeddedRedis
 from app.pipeline.job import JobOptions, ServiceSink, spark_session, start
 
 
@@ -34,7 +33,9 @@ def main() -> None:
     parser.add_argument("--window-s", type=int, default=10)
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--record-bytes", type=int, default=500)
-    parser.add_argument("--offered", type=float, default=2000, help="records/s the producer offers (0: as fast as it can)")
+    parser.add_argument(
+        "--offered", type=float, default=2000, help="records/s the producer offers (0: as fast as it can)"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="groupfit-bench-pipeline-"))
     with EmbeddedRedis(data_dir=work / "redis") as redis, EmbeddedKafka(log_path=work / "broker.log") as kafka:
@@ -50,8 +51,17 @@ def measure(args: argparse.Namespace, bootstrap: str, url: str, service_pid: int
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics([NewTopic(topic, args.partitions, 1)]).values():
         future.result(30)
-    options = JobOptions(bootstrap, [topic], url, "bench", window_s=args.window_s, slide_s=2, trigger_s=2,
-                         checkpoint_dir=str(work / "checkpoint"), master="local[2]")
+    options = JobOptions(
+        bootstrap,
+        [topic],
+        url,
+        "bench",
+        window_s=args.window_s,
+        slide_s=2,
+        trigger_s=2,
+        checkpoint_dir=str(work / "checkpoint"),
+        master="local[2]",
+    )
     spark = spark_session(options)
     query = start(spark, options, ServiceSink(options))
     stop, silent = threading.Event(), threading.Event()
@@ -59,8 +69,14 @@ def measure(args: argparse.Namespace, bootstrap: str, url: str, service_pid: int
 
     def produce() -> None:
         # One record per request: the embedded broker miscounts the end offset of multi-record batches.
-        producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1, "linger.ms": 0,
-                             "queue.buffering.max.messages": 1_000_000})
+        producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "batch.num.messages": 1,
+                "linger.ms": 0,
+                "queue.buffering.max.messages": 1_000_000,
+            }
+        )
         value = b"x" * args.record_bytes
         sent_at = time.monotonic()
         while not stop.is_set():
@@ -95,7 +111,9 @@ def measure(args: argparse.Namespace, bootstrap: str, url: str, service_pid: int
         changed = time.monotonic()
         while time.monotonic() - changed < 4 * args.window_s + 30:
             stored = httpx.get(f"{url}/v1/groups/bench/rates", timeout=5)
-            rates = {p["partition"]: p["rate"] for p in stored.json()["partitions"]} if stored.status_code == 200 else {}
+            rates = (
+                {p["partition"]: p["rate"] for p in stored.json()["partitions"]} if stored.status_code == 200 else {}
+            )
             if rates.get(0, 1.0) == 0:
                 delay = time.monotonic() - changed
                 break
@@ -108,13 +126,20 @@ def measure(args: argparse.Namespace, bootstrap: str, url: str, service_pid: int
     elapsed = time.monotonic() - began
     if not rows:
         raise SystemExit("the job processed no batch in time: is the machine busy?")
-    print(f"produced {produced[0]} records of {args.record_bytes} B in {elapsed:.0f} s "
-          f"({produced[0] / elapsed:.0f} records/s offered)")
-    print(f"job: {statistics.median(rows):.0f} records/s processed (median of {len(rows)} batches), "
-          f"{statistics.median(rows) * args.record_bytes / 1e6:.2f} MB/s")
+    print(
+        f"produced {produced[0]} records of {args.record_bytes} B in {elapsed:.0f} s "
+        f"({produced[0] / elapsed:.0f} records/s offered)"
+    )
+    print(
+        f"job: {statistics.median(rows):.0f} records/s processed (median of {len(rows)} batches), "
+        f"{statistics.median(rows) * args.record_bytes / 1e6:.2f} MB/s"
+    )
     print(f"micro-batch duration: median {statistics.median(durations):.2f} s, max {max(durations):.2f} s")
-    print(f"rate change seen by the service after {delay:.1f} s (window {args.window_s} s, slide 2 s, trigger 2 s)"
-          if delay is not None else "rate change not seen in time")
+    print(
+        f"rate change seen by the service after {delay:.1f} s (window {args.window_s} s, slide 2 s, trigger 2 s)"
+        if delay is not None
+        else "rate change not seen in time"
+    )
     print(f"memory of the job (driver + JVM + Python workers): {memory:.0f} MB")
 
 

@@ -45,18 +45,29 @@ def main() -> None:
     parser.add_argument("--hung-runs", type=int, default=3, help="rebalances against a service that never answers")
     args = parser.parse_args()
     cluster = Cluster({f"topic-{t}": 125 for t in range(8)})
-    members = {f"member-{i}": ConsumerProtocolMemberMetadata(0, sorted(cluster.topics), json.dumps({"id": f"c{i}"}).encode())
-               for i in range(20)}
+    members = {
+        f"member-{i}": ConsumerProtocolMemberMetadata(0, sorted(cluster.topics), json.dumps({"id": f"c{i}"}).encode())
+        for i in range(20)
+    }
     partitions = [(t, p) for t in sorted(cluster.topics) for p in range(cluster.topics[t])]
-    rates = lambda partitions: {(t, p): 2.0 + (p * 7) % 40 for t, p in partitions}
+
+    def rates(partitions):
+        return {(t, p): 2.0 + (p * 7) % 40 for t, p in partitions}
+
     group = f"bench-{int(time.time())}"
     figures = {}
     with service_at(args.url) as (url, _):
-        GroupfitClient(url).put_rates(group, [{"topic": t, "partition": p, "rate": r} for (t, p), r in rates(partitions).items()],
-                                      "2026-11-22T10:00:00Z")
-        figures["service, stored rates"] = timings(groupfit_assignor(url, group, "c0", capacity=100), cluster, members, args.runs, "service")
-        figures["service, rates callable"] = timings(groupfit_assignor(url, group, "c0", capacity=100, rates=rates), cluster, members,
-                                                     args.runs, "service")
+        GroupfitClient(url).put_rates(
+            group,
+            [{"topic": t, "partition": p, "rate": r} for (t, p), r in rates(partitions).items()],
+            "2026-11-22T10:00:00Z",
+        )
+        figures["service, stored rates"] = timings(
+            groupfit_assignor(url, group, "c0", capacity=100), cluster, members, args.runs, "service"
+        )
+        figures["service, rates callable"] = timings(
+            groupfit_assignor(url, group, "c0", capacity=100, rates=rates), cluster, members, args.runs, "service"
+        )
     down = groupfit_assignor("http://127.0.0.1:1", group, "c0", capacity=100, rates=rates)
     figures["fallback, service down"] = timings(down, cluster, members, args.runs, "fallback")
     with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts connections, never answers
@@ -66,7 +77,9 @@ def main() -> None:
     for name, values in figures.items():
         ordered = sorted(values)
         p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
-        print(f"{name:<38} p50 {statistics.median(values) * 1e3:7.1f} ms   p99 {p99 * 1e3:7.1f} ms   ({len(values)} rebalances)")
+        print(
+            f"{name:<38} p50 {statistics.median(values) * 1e3:7.1f} ms   p99 {p99 * 1e3:7.1f} ms   ({len(values)} rebalances)"
+        )
 
 
 if __name__ == "__main__":

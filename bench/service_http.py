@@ -31,18 +31,21 @@ def assign_body(partitions: int, seed: int = 3) -> bytes:
     previous: dict[str, list[dict]] = {}
     for j, (topic, partition) in enumerate(keys):
         previous.setdefault(f"c{j // 2}", []).append({"topic": topic, "partition": partition})
-    return json.dumps({
-        "algorithm": "mwf",
-        "capacity": 100,
-        "partitions": [{"topic": t, "partition": p, "rate": round(rng.uniform(0, 60), 2)} for t, p in keys],
-        "previous": previous,
-    }).encode()
+    return json.dumps(
+        {
+            "algorithm": "mwf",
+            "capacity": 100,
+            "partitions": [{"topic": t, "partition": p, "rate": round(rng.uniform(0, 60), 2)} for t, p in keys],
+            "previous": previous,
+        }
+    ).encode()
 
 
 async def post(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str, path: str, body: bytes) -> int:
     writer.write(
         f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n".encode() + body
+        f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
     )
     await writer.drain()
     status_line = await reader.readline()
@@ -105,9 +108,12 @@ def main() -> None:
         print(f"{'connections':>12}{'requests/s':>12}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'errors':>8}")
         for connections in (int(c) for c in args.connections.split(",")):
             latencies, errors = asyncio.run(load(url, body, connections, args.seconds))
-            print(f"{connections:>12}{len(latencies) / args.seconds:>12.0f}"
-                  f"{statistics.median(latencies) * 1e3:>9.1f}{percentile(latencies, 0.99) * 1e3:>9.1f}"
-                  f"{max(latencies) * 1e3:>9.1f}{errors:>8}", flush=True)
+            print(
+                f"{connections:>12}{len(latencies) / args.seconds:>12.0f}"
+                f"{statistics.median(latencies) * 1e3:>9.1f}{percentile(latencies, 0.99) * 1e3:>9.1f}"
+                f"{max(latencies) * 1e3:>9.1f}{errors:>8}",
+                flush=True,
+            )
         if args.large:
             large = assign_body(args.large)
             times = []
@@ -115,8 +121,10 @@ def main() -> None:
                 elapsed, status = asyncio.run(one(url, large))
                 assert status == 200, status
                 times.append(elapsed)
-            print(f"one request of {args.large} partitions ({len(large) / 1e6:.1f} MB): "
-                  f"median {statistics.median(times) * 1e3:.0f} ms end to end (of {[round(t * 1e3) for t in times]})")
+            print(
+                f"one request of {args.large} partitions ({len(large) / 1e6:.1f} MB): "
+                f"median {statistics.median(times) * 1e3:.0f} ms end to end (of {[round(t * 1e3) for t in times]})"
+            )
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ import statistics
 import time
 
 import httpx
-
 from live import rss_mb, service_at
 
 
@@ -48,13 +47,19 @@ async def soak(url: str, seconds: float, rate: float, groups: int) -> tuple[list
 
         async def request(kind: float, group: str) -> int:
             if kind < 0.60:
-                response = await client.post("/v1/assign", json={"algorithm": "mwf", "capacity": 100, "partitions": partitions(rng)})
+                response = await client.post(
+                    "/v1/assign", json={"algorithm": "mwf", "capacity": 100, "partitions": partitions(rng)}
+                )
             elif kind < 0.75:  # 409: another writer of the same group won the race, as designed
-                response = await client.post("/v1/assign", json={"algorithm": "mwf", "capacity": 100, "group": group,
-                                                                 "partitions": partitions(rng)})
+                response = await client.post(
+                    "/v1/assign",
+                    json={"algorithm": "mwf", "capacity": 100, "group": group, "partitions": partitions(rng)},
+                )
             elif kind < 0.85:
-                response = await client.put(f"/v1/groups/{group}/rates",
-                                            json={"partitions": partitions(rng), "window_end": "2026-11-22T10:00:00Z"})
+                response = await client.put(
+                    f"/v1/groups/{group}/rates",
+                    json={"partitions": partitions(rng), "window_end": "2026-11-22T10:00:00Z"},
+                )
             elif kind < 0.95:
                 response = await client.get(f"/v1/groups/{group}")
             else:
@@ -89,19 +94,24 @@ def main() -> None:
         latencies, errors, sent = asyncio.run(soak(url, args.minutes * 60, args.rate, args.groups))
         end_rss = rss_mb(pid) if pid else float("nan")
         ordered = sorted(latencies)
-        print(json.dumps({
-            "seconds": args.minutes * 60,
-            "target_rate": args.rate,
-            "throughput": round(len(latencies) / (args.minutes * 60), 1),
-            "requests": sent,
-            "errors": errors,
-            "p50_ms": round(statistics.median(ordered) * 1e3, 2),
-            "p99_ms": round(ordered[int(0.99 * (len(ordered) - 1))] * 1e3, 2),
-            "max_ms": round(ordered[-1] * 1e3, 2),
-            "rss_start_mb": round(start_rss, 1),
-            "rss_end_mb": round(end_rss, 1),
-            "rss_growth_percent": round((end_rss / start_rss - 1) * 100, 1) if start_rss == start_rss else None,
-        }, indent=2))
+        print(
+            json.dumps(
+                {
+                    "seconds": args.minutes * 60,
+                    "target_rate": args.rate,
+                    "throughput": round(len(latencies) / (args.minutes * 60), 1),
+                    "requests": sent,
+                    "errors": errors,
+                    "p50_ms": round(statistics.median(ordered) * 1e3, 2),
+                    "p99_ms": round(ordered[int(0.99 * (len(ordered) - 1))] * 1e3, 2),
+                    "max_ms": round(ordered[-1] * 1e3, 2),
+                    "rss_start_mb": round(start_rss, 1),
+                    "rss_end_mb": round(end_rss, 1),
+                    "rss_growth_percent": round((end_rss / start_rss - 1) * 100, 1) if start_rss == start_rss else None,
+                },
+                indent=2,
+            )
+        )
 
 
 if __name__ == "__main__":

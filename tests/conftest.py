@@ -1,4 +1,4 @@
-"""Shared fixtures: real servers started by the project's own code (app/embedded.py)."""
+"""Shared fixtures: real servers started by the project's own code (app/local/servers.py)."""
 
 from __future__ import annotations
 
@@ -12,16 +12,25 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.embedded import EmbeddedKafka, EmbeddedRedis, free_port, wait_for_port
+from app.local.servers import EmbeddedKafka, EmbeddedRedis, free_port, wait_for_port
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-REFERENCE_STREAM = SHARED / "reference" / "paper_stream_delta5.json"
+REFERENCE_STREAM = Path(__file__).resolve().parents[1] / "data" / "reference" / "paper_stream_delta5.json"
+
+
+SERVER_FIXTURES = {"redis_server", "kafka_broker", "live_service", "spark"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that starts a real server is an integration test, marked or not: `make check` skips them."""
+    for item in items:
+        if SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture(scope="session")
 def reference_stream_path() -> Path:
     if not REFERENCE_STREAM.exists():
-        pytest.fail(f"the reference stream is missing: {REFERENCE_STREAM} (shared/ must sit beside the checkout)")
+        pytest.fail(f"the reference stream is missing: {REFERENCE_STREAM} (it ships with the repository)")
     return REFERENCE_STREAM
 
 
@@ -89,8 +98,14 @@ def spark(tmp_path_factory: pytest.TempPathFactory):
     """A real Spark session on local[2], as the rates job starts it."""
     from app.pipeline.job import JobOptions, spark_session
 
-    options = JobOptions(bootstrap_servers="", topics=[], service_url="", service_group="", master="local[2]",
-                         extra_spark_conf={"spark.sql.streaming.checkpointLocation": str(tmp_path_factory.mktemp("ckpt"))})
+    options = JobOptions(
+        bootstrap_servers="",
+        topics=[],
+        service_url="",
+        service_group="",
+        master="local[2]",
+        extra_spark_conf={"spark.sql.streaming.checkpointLocation": str(tmp_path_factory.mktemp("ckpt"))},
+    )
     session = spark_session(options)
     yield session
     session.stop()

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from app.cli import build_parser
-from app.demo import parts_parser
+from app.local.demo import parts_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILES = [ROOT / "deploy" / "Dockerfile", ROOT / "deploy" / "spark" / "Dockerfile"]
@@ -42,7 +42,7 @@ def spark_version() -> str:
 def rates_job_args(command: list[str]) -> list[str]:
     """The job's own options in a spark-submit command line: what follows rates_job.py."""
     script = next(i for i, arg in enumerate(command) if arg.endswith("rates_job.py"))
-    return command[script + 1:]
+    return command[script + 1 :]
 
 
 def parse_rates_job(args: list[str]):
@@ -59,8 +59,14 @@ def declared_flags(source: Path) -> set[str]:
 
 def test_compose_file_is_valid_for_docker_compose():
     binary = Path(compose.__file__).parent / "docker-compose"  # the binary itself: its wrapper loses the exit code
-    checked = subprocess.run([str(binary), "-f", str(ROOT / "docker-compose.yml"), "config", "-q"],
-                             capture_output=True, text=True, timeout=60, cwd=ROOT, check=False)
+    checked = subprocess.run(
+        [str(binary), "-f", str(ROOT / "docker-compose.yml"), "config", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        check=False,
+    )
     assert checked.returncode == 0, checked.stderr
 
 
@@ -96,12 +102,20 @@ def test_compose_services_run_what_the_code_accepts():
     assert command[0].endswith("spark-submit")
     assert command[command.index("--packages") + 1] == f"org.apache.spark:spark-sql-kafka-0-10_2.13:{spark_version()}"
     options = parse_rates_job(rates_job_args(command))
-    assert (options.source, options.bootstrap_servers, options.service_url) == ("kafka", "kafka:9092", "http://api:8000")
+    assert (options.source, options.bootstrap_servers, options.service_url) == (
+        "kafka",
+        "kafka:9092",
+        "http://api:8000",
+    )
     assert options.checkpoint_dir.startswith(next(v.split(":")[1] for v in job["volumes"]))
 
     produce = parts_parser().parse_args(services["producer"]["entrypoint"][3:])
     consume = parts_parser().parse_args(services["consumers"]["entrypoint"][3:])
-    assert services["producer"]["entrypoint"][:3] == services["consumers"]["entrypoint"][:3] == ["python", "-m", "app.demo"]
+    assert (
+        services["producer"]["entrypoint"][:3]
+        == services["consumers"]["entrypoint"][:3]
+        == ["python", "-m", "app.local.demo"]
+    )
     assert produce.topic == consume.topic == options.topics
     assert consume.group == options.consumer_group and consume.service_url == options.service_url
 
@@ -112,8 +126,9 @@ def test_compose_services_run_what_the_code_accepts():
 @pytest.mark.parametrize("dockerfile", DOCKERFILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_dockerfile_passes_hadolint(dockerfile):
     hadolint = Path(sys.executable).parent / "hadolint"
-    checked = subprocess.run([str(hadolint), "--no-color", str(dockerfile)], capture_output=True, text=True,
-                             timeout=60, check=False)
+    checked = subprocess.run(
+        [str(hadolint), "--no-color", str(dockerfile)], capture_output=True, text=True, timeout=60, check=False
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
@@ -124,12 +139,16 @@ def test_dockerfile_runs_as_non_root_and_copies_what_the_context_holds(dockerfil
     assert users and users[-1].split(":")[0] not in ("root", "0")
     assert not re.search(r"^ADD\s", text, re.MULTILINE)  # COPY only: no remote URLs, no implicit unpacking
     # .dockerignore excludes everything but what it re-includes; every COPY from the context must be there.
-    included = [line[1:].rstrip("/") for line in (ROOT / ".dockerignore").read_text().splitlines() if line.startswith("!")]
+    included = [
+        line[1:].rstrip("/") for line in (ROOT / ".dockerignore").read_text().splitlines() if line.startswith("!")
+    ]
     for line in re.findall(r"^COPY\s+(?!--from)(.+)$", text, re.MULTILINE):
         *sources, _ = shlex.split(line)
         for source in sources:
             assert (ROOT / source).exists(), source
-            assert any(source == i or source.startswith(i + "/") for i in included), f"{source} is not in the build context"
+            assert any(source == i or source.startswith(i + "/") for i in included), (
+                f"{source} is not in the build context"
+            )
 
 
 def test_api_image_is_multi_stage_with_a_healthcheck():
@@ -171,12 +190,15 @@ def test_workloads_select_their_pods_and_run_unprivileged():
             assert container["securityContext"]["allowPrivilegeEscalation"] is False
     pods = [(w["metadata"]["namespace"], t["metadata"]["labels"]) for w, t in workloads]
     for document in documents():
-        selector = {"Service": lambda d: d["spec"]["selector"],
-                    "PodDisruptionBudget": lambda d: d["spec"]["selector"]["matchLabels"]}.get(document["kind"])
+        selector = {
+            "Service": lambda d: d["spec"]["selector"],
+            "PodDisruptionBudget": lambda d: d["spec"]["selector"]["matchLabels"],
+        }.get(document["kind"])
         if selector:
             namespace = document["metadata"]["namespace"]
-            assert any(ns == namespace and selector(document).items() <= labels.items() for ns, labels in pods), \
+            assert any(ns == namespace and selector(document).items() <= labels.items() for ns, labels in pods), (
                 f"{document['kind']} {document['metadata']['name']} selects no pods"
+            )
 
 
 def test_api_deployment_probes_service_autoscaler_and_budget_agree():
@@ -238,7 +260,10 @@ def test_spark_submit_script_passes_the_job_its_options():
     script = (ROOT / "deploy" / "spark" / "submit.sh").read_text()
     assert f"spark-sql-kafka-0-10_2.13:{spark_version()}" in script
     assert re.search(r'rates_job\.py" --source kafka --master "\$SPARK_MASTER" "\$@"', script)
-    assert parse_rates_job(["--source", "kafka", "--master", "spark://master:7077", "--topics", "t"]).master == "spark://master:7077"
+    assert (
+        parse_rates_job(["--source", "kafka", "--master", "spark://master:7077", "--topics", "t"]).master
+        == "spark://master:7077"
+    )
 
 
 # -- architecture picture --------------------------------------------------------------------

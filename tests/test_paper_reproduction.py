@@ -1,4 +1,4 @@
-"""The published figures groupfit must reproduce (Landau et al., JPDC 2025; shared/reference/README.md),
+"""The published figures groupfit must reproduce (Landau et al., JPDC 2025; data/reference/README.md),
 with the tolerances of issue #7.
 
 On the published stream (C = 100, C̄ = 133, 30 s iterations, 5 s rebalances): kd_15's 99th percentile

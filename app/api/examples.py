@@ -14,7 +14,10 @@ ASSIGN_REQUEST: dict[str, Any] = {
         {"topic": "t", "partition": 2, "rate": 100},
         {"topic": "t", "partition": 3, "rate": 150},
     ],
-    "previous": {"a": [{"topic": "t", "partition": 0}], "b": [{"topic": "t", "partition": 1}, {"topic": "t", "partition": 2}]},
+    "previous": {
+        "a": [{"topic": "t", "partition": 0}],
+        "b": [{"topic": "t", "partition": 1}, {"topic": "t", "partition": 2}],
+    },
 }
 
 ASSIGN_ANSWER: dict[str, Any] = {
@@ -71,6 +74,9 @@ VERSION_CONFLICT_ERROR: dict[str, Any] = {
 }
 
 RATES_UPDATE: dict[str, Any] = {
-    "partitions": [{"topic": "t", "partition": 0, "rate": 812.5, "lag": 120}, {"topic": "t", "partition": 1, "rate": 64.0}],
+    "partitions": [
+        {"topic": "t", "partition": 0, "rate": 812.5, "lag": 120},
+        {"topic": "t", "partition": 1, "rate": 64.0},
+    ],
     "window_end": "2026-11-22T10:00:00Z",
 }

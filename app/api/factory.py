@@ -55,12 +55,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.authorizer = Authorizer(settings.auth_tokens)
     app.include_router(router)
     if settings.cors_origins:
-        app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST", "PUT", "DELETE"],
-                           allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "X-Request-ID"])
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST", "PUT", "DELETE"],
+            allow_headers=["Authorization", "Content-Type", "Idempotency-Key", "X-Request-ID"],
+        )
     app.add_middleware(ObservabilityMiddleware, metrics=app.state.metrics)
 
-    @app.get("/metrics", summary="Prometheus metrics", response_class=Response,
-             responses={200: {"description": "Prometheus text format", "content": {"text/plain": {}}}})
+    @app.get(
+        "/metrics",
+        summary="Prometheus metrics",
+        response_class=Response,
+        responses={200: {"description": "Prometheus text format", "content": {"text/plain": {}}}},
+    )
     async def metrics() -> Response:
         return Response(generate_latest(app.state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
@@ -82,7 +90,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid"}
         where = ".".join(str(part) for part in first["loc"])
         return error_response(
-            "invalid_request", f"{where}: {first['msg']}.",
+            "invalid_request",
+            f"{where}: {first['msg']}.",
             [{"loc": [str(p) for p in e["loc"]], "msg": e["msg"]} for e in exc.errors()],
         )
 
@@ -99,8 +108,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> Response:
-        log.error("unhandled error", exc_info=exc,
-                  extra={"fields": {"request_id": request.scope.get("state", {}).get("request_id")}})
+        log.error(
+            "unhandled error",
+            exc_info=exc,
+            extra={"fields": {"request_id": request.scope.get("state", {}).get("request_id")}},
+        )
         return error_response("internal_error", "the service failed on this request; it is logged, please report it.")
 
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
@@ -121,4 +133,6 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
 
 def openapi_json() -> str:
     """The contract as committed in openapi/openapi.json (a test fails when the two differ)."""
-    return json.dumps(create_app(Settings(redis_url="redis://127.0.0.1:1/0")).openapi(), indent=2, sort_keys=True) + "\n"
+    return (
+        json.dumps(create_app(Settings(redis_url="redis://127.0.0.1:1/0")).openapi(), indent=2, sort_keys=True) + "\n"
+    )

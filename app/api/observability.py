@@ -20,24 +20,34 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
-            "groupfit_http_requests", "HTTP requests by route and status", ["method", "route", "status"],
+            "groupfit_http_requests",
+            "HTTP requests by route and status",
+            ["method", "route", "status"],
             registry=self.registry,
         )
         self.latency = Histogram(
-            "groupfit_http_request_duration_seconds", "HTTP request latency by route and status",
+            "groupfit_http_request_duration_seconds",
+            "HTTP request latency by route and status",
             ["method", "route", "status"],
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
             registry=self.registry,
         )
         self.compute = Histogram(
-            "groupfit_assignment_compute_seconds", "time to compute an assignment, by algorithm", ["algorithm"],
+            "groupfit_assignment_compute_seconds",
+            "time to compute an assignment, by algorithm",
+            ["algorithm"],
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
             registry=self.registry,
         )
-        self.rscore = Gauge("groupfit_group_rscore", "Rscore of the group's last stored assignment", ["group"],
-                            registry=self.registry)
-        self.consumers = Gauge("groupfit_group_consumers", "consumers of the group's last stored assignment",
-                               ["group"], registry=self.registry)
+        self.rscore = Gauge(
+            "groupfit_group_rscore", "Rscore of the group's last stored assignment", ["group"], registry=self.registry
+        )
+        self.consumers = Gauge(
+            "groupfit_group_consumers",
+            "consumers of the group's last stored assignment",
+            ["group"],
+            registry=self.registry,
+        )
 
     def forget_group(self, group: str) -> None:
         """A deleted group's gauges go too (else every group ever seen stays exported)."""
@@ -99,8 +109,15 @@ class ObservabilityMiddleware:
             if log.isEnabledFor(logging.INFO):
                 log.info(
                     "request",
-                    extra={"fields": {"request_id": request_id, "method": method, "route": route,
-                                      "status": status, "duration_ms": round(elapsed * 1000, 3)}},
+                    extra={
+                        "fields": {
+                            "request_id": request_id,
+                            "method": method,
+                            "route": route,
+                            "status": status,
+                            "duration_ms": round(elapsed * 1000, 3),
+                        }
+                    },
                 )
 
 

@@ -81,7 +81,9 @@ async def _read_body(request: Request, limit: int) -> bytes:
 
 
 def _too_large(limit: int) -> ApiError:
-    return ApiError("body_too_large", f"the request body is larger than {limit} bytes; send fewer partitions per request.")
+    return ApiError(
+        "body_too_large", f"the request body is larger than {limit} bytes; send fewer partitions per request."
+    )
 
 
 def _decode(request_type: type, body: bytes) -> Any:
@@ -117,14 +119,27 @@ def _assignment_doc(assignment: dict[str, list[PartitionKey]]) -> dict[str, list
     "/v1/assign",
     summary="Compute a new assignment (and store it as the group's next version)",
     openapi_extra=_body("AssignRequest", examples.ASSIGN_REQUEST),
-    responses=_answers("AssignResponse", 404, 409, 413, 422, 503, examples={
-        200: examples.ASSIGN_ANSWER, 409: examples.VERSION_CONFLICT_ERROR, 422: examples.DUPLICATE_PARTITION_ERROR}),
+    responses=_answers(
+        "AssignResponse",
+        404,
+        409,
+        413,
+        422,
+        503,
+        examples={
+            200: examples.ASSIGN_ANSWER,
+            409: examples.VERSION_CONFLICT_ERROR,
+            422: examples.DUPLICATE_PARTITION_ERROR,
+        },
+    ),
     response_class=Response,
 )
 async def assign(
     request: Request,
     delta: Literal["sparse", "dense"] = Query("sparse", description="dense adds the full matrix"),
-    idempotency_key: str | None = Header(None, max_length=200, description="a retry with the same key and body gets the same answer"),
+    idempotency_key: str | None = Header(
+        None, max_length=200, description="a retry with the same key and body gets the same answer"
+    ),
 ) -> Response:
     settings = _settings(request)
     body = await _read_body(request, settings.max_body_bytes)
@@ -145,10 +160,16 @@ async def assign(
     partitions = req.partitions
     if partitions is None:
         if not group:
-            raise ApiError("invalid_request", "give 'partitions', or a 'group' whose rates were stored with PUT /v1/groups/{group}/rates.")
+            raise ApiError(
+                "invalid_request",
+                "give 'partitions', or a 'group' whose rates were stored with PUT /v1/groups/{group}/rates.",
+            )
         rates = await store.get_rates(group)
         if rates is None:
-            raise ApiError("no_rates", f"group {group!r} has no stored rates; send 'partitions' or PUT /v1/groups/{group}/rates first.")
+            raise ApiError(
+                "no_rates",
+                f"group {group!r} has no stored rates; send 'partitions' or PUT /v1/groups/{group}/rates first.",
+            )
         partitions = msgspec.convert(rates["partitions"], list[schemas.PartitionRate])
     if len(partitions) > settings.max_partitions:
         raise ApiError(
@@ -170,8 +191,12 @@ async def assign(
 
     def compute() -> tuple[Any, dict[str, Any]]:
         problem = build_problem(
-            _keys(partitions), [p.rate for p in partitions], [p.lag for p in partitions],
-            capacity_of(capacity_doc), previous, req.members,
+            _keys(partitions),
+            [p.rate for p in partitions],
+            [p.lag for p in partitions],
+            capacity_of(capacity_doc),
+            previous,
+            req.members,
         )
         started = time.perf_counter()
         outcome = solve(problem, algorithm, params)
@@ -240,38 +265,61 @@ def _replayed(replay: Replay, fingerprint: str) -> Response:
     return _json(answer)
 
 
-@router.get("/v1/algorithms", summary="The registered algorithms and their parameter schemas",
-            responses=_answers("AlgorithmList"), response_class=Response)
+@router.get(
+    "/v1/algorithms",
+    summary="The registered algorithms and their parameter schemas",
+    responses=_answers("AlgorithmList"),
+    response_class=Response,
+)
 async def list_algorithms(request: Request) -> Response:
     _authorize(request, None, write=False)
-    return _json({
-        "algorithms": [
-            {"name": a.name, "description": a.description, "source": a.source, "params": a.params_schema()}
-            for a in algorithms().values()
-        ]
-    })
+    return _json(
+        {
+            "algorithms": [
+                {"name": a.name, "description": a.description, "source": a.source, "params": a.params_schema()}
+                for a in algorithms().values()
+            ]
+        }
+    )
 
 
 async def _stored_group(request: Request, group: str) -> StoredGroup:
     stored = await _store(request).get(group)
     if stored is None:
-        raise ApiError("group_not_found", f"group {group!r} has no stored assignment; POST /v1/assign with 'group' first.")
+        raise ApiError(
+            "group_not_found", f"group {group!r} has no stored assignment; POST /v1/assign with 'group' first."
+        )
     return stored
 
 
-@router.get("/v1/groups/{group}", summary="The group's current assignment and version",
-            responses=_answers("GroupState", 404, 503), response_class=Response)
+@router.get(
+    "/v1/groups/{group}",
+    summary="The group's current assignment and version",
+    responses=_answers("GroupState", 404, 503),
+    response_class=Response,
+)
 async def get_group(request: Request, group: GroupPath) -> Response:
     _authorize(request, group, write=False)
     stored = await _stored_group(request, group)
-    return _json({
-        "group": group, "version": stored.version, "algorithm": stored.algorithm, "capacity": stored.capacity,
-        "assignment": _assignment_doc(stored.assignment), "updated_at": stored.updated_at,
-    })
+    return _json(
+        {
+            "group": group,
+            "version": stored.version,
+            "algorithm": stored.algorithm,
+            "capacity": stored.capacity,
+            "assignment": _assignment_doc(stored.assignment),
+            "updated_at": stored.updated_at,
+        }
+    )
 
 
-@router.delete("/v1/groups/{group}", status_code=204, summary="Forget the group (assignment, history, rates)",
-               responses={**_answers(None, 404, 503), 204: {"description": "deleted"}}, response_class=Response)
+@router.delete(
+    "/v1/groups/{group}",
+    status_code=204,
+    summary="Forget the group (assignment, history, rates)",
+    responses={**_answers(None, 404, 503), 204: {"description": "deleted"}},
+    response_class=Response,
+)
 async def delete_group(request: Request, group: GroupPath) -> Response:
     _authorize(request, group, write=True)
     if not await _store(request).delete(group):
@@ -280,8 +328,12 @@ async def delete_group(request: Request, group: GroupPath) -> Response:
     return Response(status_code=204)
 
 
-@router.get("/v1/groups/{group}/history", summary="Past versions, newest first",
-            responses=_answers("GroupHistory", 404, 422, 503), response_class=Response)
+@router.get(
+    "/v1/groups/{group}/history",
+    summary="Past versions, newest first",
+    responses=_answers("GroupHistory", 404, 422, 503),
+    response_class=Response,
+)
 async def group_history(request: Request, group: GroupPath, limit: int = Query(100, ge=1, le=100_000)) -> Response:
     _authorize(request, group, write=False)
     versions = await _store(request).history(group, limit)
@@ -290,15 +342,22 @@ async def group_history(request: Request, group: GroupPath, limit: int = Query(1
     return _json({"group": group, "versions": versions})
 
 
-@router.put("/v1/groups/{group}/rates", summary="Store the group's observed rates and lags (the rates job writes here)",
-            openapi_extra=_body("RatesUpdate", examples.RATES_UPDATE), responses=_answers("RatesAck", 413, 422, 503), response_class=Response)
+@router.put(
+    "/v1/groups/{group}/rates",
+    summary="Store the group's observed rates and lags (the rates job writes here)",
+    openapi_extra=_body("RatesUpdate", examples.RATES_UPDATE),
+    responses=_answers("RatesAck", 413, 422, 503),
+    response_class=Response,
+)
 async def put_rates(request: Request, group: GroupPath) -> Response:
     _authorize(request, group, write=True)
     settings = _settings(request)
     update: schemas.RatesUpdate = _decode(schemas.RatesUpdate, await _read_body(request, settings.max_body_bytes))
     if len(update.partitions) > settings.max_partitions:
         raise ApiError("too_many_partitions", f"more than {settings.max_partitions} partitions; split the group.")
-    validate_partitions(_keys(update.partitions), [p.rate for p in update.partitions], [p.lag for p in update.partitions])
+    validate_partitions(
+        _keys(update.partitions), [p.rate for p in update.partitions], [p.lag for p in update.partitions]
+    )
     try:
         datetime.fromisoformat(update.window_end)
     except ValueError:
@@ -307,12 +366,22 @@ async def put_rates(request: Request, group: GroupPath) -> Response:
     await _store(request).put_rates(
         group, {"partitions": update.partitions, "window_end": update.window_end, "updated_at": updated_at}
     )
-    return _json({"group": group, "partition_count": len(update.partitions), "window_end": update.window_end,
-                  "updated_at": updated_at})
+    return _json(
+        {
+            "group": group,
+            "partition_count": len(update.partitions),
+            "window_end": update.window_end,
+            "updated_at": updated_at,
+        }
+    )
 
 
-@router.get("/v1/groups/{group}/rates", summary="The group's latest stored rates",
-            responses=_answers("StoredRates", 404, 503), response_class=Response)
+@router.get(
+    "/v1/groups/{group}/rates",
+    summary="The group's latest stored rates",
+    responses=_answers("StoredRates", 404, 503),
+    response_class=Response,
+)
 async def get_rates(request: Request, group: GroupPath) -> Response:
     _authorize(request, group, write=False)
     rates = await _store(request).get_rates(group)
@@ -321,9 +390,13 @@ async def get_rates(request: Request, group: GroupPath) -> Response:
     return _json({"group": group, **rates})
 
 
-@router.post("/v1/evaluate", summary="Replay a rate stream through algorithms: consumers, Rscore, CBS",
-             openapi_extra=_body("EvaluateRequest"), responses=_answers("EvaluateResponse", 413, 422),
-             response_class=Response)
+@router.post(
+    "/v1/evaluate",
+    summary="Replay a rate stream through algorithms: consumers, Rscore, CBS",
+    openapi_extra=_body("EvaluateRequest"),
+    responses=_answers("EvaluateResponse", 413, 422),
+    response_class=Response,
+)
 async def evaluate(request: Request) -> Response:
     from app.sim.evaluate import check_names, evaluate_document
 
@@ -341,16 +414,25 @@ async def evaluate(request: Request) -> Response:
     return _json(await asyncio.to_thread(evaluate_document, msgspec.to_builtins(req)))
 
 
-@router.get("/healthz", summary="The process is up",
-            responses={200: {"description": "OK", "content": {"application/json": {"schema": _ref("Health")}}}},
-            response_class=Response)
+@router.get(
+    "/healthz",
+    summary="The process is up",
+    responses={200: {"description": "OK", "content": {"application/json": {"schema": _ref("Health")}}}},
+    response_class=Response,
+)
 async def healthz() -> Response:
     return _json({"status": "ok"})
 
 
-@router.get("/readyz", summary="Redis answers", response_class=Response, responses={
-    200: {"description": "OK", "content": {"application/json": {"schema": _ref("Health")}}},
-    503: {"description": "error", "content": {"application/json": {"schema": _ref("ErrorResponse")}}}})
+@router.get(
+    "/readyz",
+    summary="Redis answers",
+    response_class=Response,
+    responses={
+        200: {"description": "OK", "content": {"application/json": {"schema": _ref("Health")}}},
+        503: {"description": "error", "content": {"application/json": {"schema": _ref("ErrorResponse")}}},
+    },
+)
 async def readyz(request: Request) -> Response:
     await _store(request).ping()
     return _json({"status": "ready"})

@@ -169,8 +169,10 @@ class LatencyOptions(Struct, forbid_unknown_fields=True, kw_only=True):
 class EvaluateRequest(Struct, forbid_unknown_fields=True, kw_only=True):
     stream: Annotated[list[Measurement], Meta(description="measurements, each topic → {partition: rate}")]
     capacity: Annotated[float, Meta(gt=0)]
-    algorithms: Annotated[list[str], Meta(description="registered names and kd_<N> (Kafka's equal-count, N consumers)")] = (
-        msgspec.field(default_factory=lambda: "nf ff bf wf nfd ffd bfd wfd mwf mbf mwfp mbfp".split())
+    algorithms: Annotated[
+        list[str], Meta(description="registered names and kd_<N> (Kafka's equal-count, N consumers)")
+    ] = msgspec.field(
+        default_factory=lambda: ["nf", "ff", "bf", "wf", "nfd", "ffd", "bfd", "wfd", "mwf", "mbf", "mwfp", "mbfp"]
     )
     latency: Annotated[LatencyOptions | None, Meta(description="add latency percentiles (§VI-C)")] = None
 

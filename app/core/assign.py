@@ -21,6 +21,7 @@ from app.core.model import (
     capacity_from_throughput,
     consumer_sort_key,
     sorted_consumers,
+    within,
 )
 
 
@@ -49,8 +50,8 @@ class Outcome:
     def overloaded_members(self) -> list[str]:
         if self.problem.members is None:
             return []
-        limit = self.problem.capacity * (1 + 1e-12)
-        return [c for c in sorted_consumers(self.assignment) if self.loads[c] > limit]
+        capacity = self.problem.capacity
+        return [c for c in sorted_consumers(self.assignment) if not within(self.loads[c], capacity)]
 
     def overloaded_partitions(self) -> list[int]:
         """Partitions whose rate alone exceeds C: each still has a consumer."""
@@ -210,7 +211,8 @@ def capacity_of(doc: Mapping[str, Any]) -> float:
             doc["consumer_throughput"], doc.get("iteration_s", 30.0), doc.get("rebalance_s", 5.0)
         )
     raise AssignmentError(
-        "invalid_capacity", "give 'capacity' (rate per consumer) or 'consumer_throughput' (with iteration_s, rebalance_s)."
+        "invalid_capacity",
+        "give 'capacity' (rate per consumer) or 'consumer_throughput' (with iteration_s, rebalance_s).",
     )
 
 

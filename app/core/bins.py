@@ -15,7 +15,7 @@ import math
 from abc import ABC, abstractmethod
 from bisect import bisect_left, insort
 
-from app.core.model import Problem, consumer_sort_key
+from app.core.model import ROUNDING, Problem, consumer_sort_key
 
 
 class ConsumerPool:
@@ -87,7 +87,7 @@ class Bins(ABC):
     def __init__(self, problem: Problem) -> None:
         self.problem = problem
         self.rates = problem.rates
-        self.limit = problem.capacity * (1 + 1e-12)  # absorbs float rounding of summed rates
+        self.limit = problem.capacity * ROUNDING
         self.pool = ConsumerPool(problem.members)
         self.ids: list[str] = []
         self.load: list[float] = []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -17,6 +18,14 @@ from app.core.errors import AssignmentError
 
 PartitionKey = tuple[str, int]
 """(topic, partition)"""
+
+ROUNDING = 1 + 1e-12
+"""A load counts as within a capacity up to this factor: absorbs float rounding of summed rates."""
+
+
+def within(load: float, capacity: float) -> bool:
+    """Whether `load` fits in `capacity`, up to float rounding of the summed rates."""
+    return load <= capacity * ROUNDING
 
 
 @lru_cache(maxsize=1 << 18)
@@ -114,7 +123,7 @@ class Problem:
 
     def fits(self, load: float, j: int) -> bool:
         """Whether partition j fits beside `load` within C, up to float rounding of the summed rates."""
-        return load + self.rates[j] <= self.capacity * (1 + 1e-12)
+        return within(load + self.rates[j], self.capacity)
 
     @cached_property
     def total_rate(self) -> float:
@@ -138,8 +147,8 @@ def validate_partitions(keys: list[PartitionKey], rates: list[float], lags: list
                 {"partitions": [_key_doc(keys[i]) for i in bad[:20]]},
             )
     if len(set(keys)) != len(keys):
-        seen: set[PartitionKey] = set()
-        duplicate = next(key for key in keys if key in seen or seen.add(key))
+        counts = Counter(keys)
+        duplicate = next(key for key in keys if counts[key] > 1)
         raise AssignmentError(
             "duplicate_partition",
             f"partition {duplicate[0]}/{duplicate[1]} is listed more than once; list each partition once.",

@@ -25,8 +25,11 @@ OPTIONS = [
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     for flag, env, default, help_text in OPTIONS:
-        parser.add_argument(flag, default=os.environ.get(f"GROUPFIT_RATES_{env}", default),
-                            help=f"{help_text} (env GROUPFIT_RATES_{env}; default {default})")
+        parser.add_argument(
+            flag,
+            default=os.environ.get(f"GROUPFIT_RATES_{env}", default),
+            help=f"{help_text} (env GROUPFIT_RATES_{env}; default {default})",
+        )
 
 
 def run(args: argparse.Namespace) -> int:

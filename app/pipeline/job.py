@@ -47,8 +47,13 @@ def windowed_bytes(records: Any, window_s: int, slide_s: int) -> Any:
         records.withWatermark("timestamp", f"{window_s} seconds")
         .groupBy(F.window("timestamp", f"{window_s} seconds", f"{slide_s} seconds"), "topic", "partition")
         .agg(F.sum("size").alias("bytes"))
-        .select("topic", "partition", F.col("window.start").alias("window_start"),
-                F.col("window.end").alias("window_end"), "bytes")
+        .select(
+            "topic",
+            "partition",
+            F.col("window.start").alias("window_start"),
+            F.col("window.end").alias("window_end"),
+            "bytes",
+        )
     )
 
 
@@ -64,7 +69,9 @@ class RateBook:
         for row in rows:
             self.windows.setdefault((row["topic"], row["partition"]), {})[_utc(row["window_end"])] = row["bytes"]
 
-    def rates(self, now: dt.datetime, partitions: Iterable[tuple[str, int]]) -> tuple[dict[tuple[str, int], float], dt.datetime | None]:
+    def rates(
+        self, now: dt.datetime, partitions: Iterable[tuple[str, int]]
+    ) -> tuple[dict[tuple[str, int], float], dt.datetime | None]:
         """Per partition, bytes/s of the latest window that ended by `now` (0 when none had records),
         and the end of the window reported."""
         complete = [end for windows in self.windows.values() for end in windows if end <= now]
@@ -80,7 +87,7 @@ class RateBook:
 
 
 def _utc(value: dt.datetime) -> dt.datetime:
-    return value.replace(tzinfo=dt.timezone.utc) if value.tzinfo is None else value.astimezone(dt.timezone.utc)
+    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
 
 
 def consumer_lags(bootstrap: str, topics: list[str], group: str | None) -> dict[tuple[str, int], int]:
@@ -122,14 +129,17 @@ class ServiceSink:
 
         started = time.perf_counter()
         self.book.update(row.asDict() for row in batch.collect())
-        partitions = [(t, int(p)) for key in end_offsets(self.options.bootstrap_servers, self.options.topics, "latest")
-                      for t, _, p in [key.rpartition("/")]]
-        rates, window_end = self.book.rates(dt.datetime.now(dt.timezone.utc), partitions)
+        partitions = [
+            (t, int(p))
+            for key in end_offsets(self.options.bootstrap_servers, self.options.topics, "latest")
+            for t, _, p in [key.rpartition("/")]
+        ]
+        rates, window_end = self.book.rates(dt.datetime.now(dt.UTC), partitions)
         if window_end is None:
             return  # no complete window yet
         try:
             lags = consumer_lags(self.options.bootstrap_servers, self.options.topics, self.options.consumer_group)
-        except Exception as exc:  # noqa: BLE001 - lag is best effort: rates still go out
+        except Exception as exc:
             log.warning("could not read the lag of %s: %s", self.options.consumer_group, exc)
             lags = {}
         body = {
@@ -140,8 +150,13 @@ class ServiceSink:
             "window_end": window_end.isoformat().replace("+00:00", "Z"),
         }
         self.put(body)
-        log.info("batch %s: %d partitions, window ending %s, %.0f ms", batch_id, len(rates), body["window_end"],
-                 (time.perf_counter() - started) * 1000)
+        log.info(
+            "batch %s: %d partitions, window ending %s, %.0f ms",
+            batch_id,
+            len(rates),
+            body["window_end"],
+            (time.perf_counter() - started) * 1000,
+        )
 
     def put(self, body: dict[str, Any], attempts: int = 3) -> bool:
         path = f"/v1/groups/{self.options.service_group}/rates"
@@ -184,30 +199,43 @@ def records(spark: Any, options: JobOptions) -> Any:
     from pyspark.sql import functions as F
 
     if options.source == "kafka":
-        raw = (spark.readStream.format("kafka")
-               .option("kafka.bootstrap.servers", options.bootstrap_servers)
-               .option("subscribe", ",".join(options.topics))
-               .option("startingOffsets", options.starting_offsets)
-               .load())
-        return raw.select("topic", "partition", "offset", "timestamp",
-                          (F.coalesce(F.length("key"), F.lit(0)) + F.coalesce(F.length("value"), F.lit(0))).cast("long").alias("size"))
+        raw = (
+            spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", options.bootstrap_servers)
+            .option("subscribe", ",".join(options.topics))
+            .option("startingOffsets", options.starting_offsets)
+            .load()
+        )
+        return raw.select(
+            "topic",
+            "partition",
+            "offset",
+            "timestamp",
+            (F.coalesce(F.length("key"), F.lit(0)) + F.coalesce(F.length("value"), F.lit(0)))
+            .cast("long")
+            .alias("size"),
+        )
     from app.pipeline.source import KafkaSource
 
     spark.dataSource.register(KafkaSource)
-    return (spark.readStream.format(KafkaSource.name())
-            .option("bootstrap.servers", options.bootstrap_servers)
-            .option("topics", ",".join(options.topics))
-            .option("startingOffsets", options.starting_offsets)
-            .load())
+    return (
+        spark.readStream.format(KafkaSource.name())
+        .option("bootstrap.servers", options.bootstrap_servers)
+        .option("topics", ",".join(options.topics))
+        .option("startingOffsets", options.starting_offsets)
+        .load()
+    )
 
 
 def start(spark: Any, options: JobOptions, sink: ServiceSink | None = None) -> Any:
     """Start the streaming query; returns it (call awaitTermination() or stop())."""
     sink = sink or ServiceSink(options)
     windows = windowed_bytes(records(spark, options), options.window_s, options.slide_s)
-    return (windows.writeStream.outputMode("update")
-            .foreachBatch(sink)
-            .trigger(processingTime=f"{options.trigger_s} seconds")
-            .option("checkpointLocation", options.checkpoint_dir)
-            .queryName("groupfit-rates")
-            .start())
+    return (
+        windows.writeStream.outputMode("update")
+        .foreachBatch(sink)
+        .trigger(processingTime=f"{options.trigger_s} seconds")
+        .option("checkpointLocation", options.checkpoint_dir)
+        .queryName("groupfit-rates")
+        .start()
+    )

@@ -35,7 +35,7 @@ class KafkaSource(DataSource):
     def schema(self) -> str:
         return SCHEMA
 
-    def streamReader(self, schema) -> KafkaStreamReader:  # noqa: ANN001 - Spark's StructType
+    def streamReader(self, schema) -> KafkaStreamReader:
         return KafkaStreamReader(dict(self.options))
 
 
@@ -52,7 +52,7 @@ class KafkaStreamReader(DataSourceStreamReader):
     def initialOffset(self) -> dict:
         return self._offsets("earliest" if self.starting == "earliest" else "latest")
 
-    def latestOffset(self, start: dict, limit) -> dict:  # noqa: ANN001 - ReadLimit: all available
+    def latestOffset(self, start: dict, limit) -> dict:
         latest = self._offsets("latest")
         # A partition that appeared since `start` is read from its beginning.
         return {key: max(offset, start.get(key, 0)) for key, offset in latest.items()}
@@ -72,12 +72,14 @@ class KafkaStreamReader(DataSourceStreamReader):
         import pyarrow as pa
         from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-        consumer = Consumer({
-            "bootstrap.servers": self.bootstrap,
-            "group.id": "groupfit-rates-reader",  # never commits: offsets live in Spark's checkpoint
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        })
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": "groupfit-rates-reader",  # never commits: offsets live in Spark's checkpoint
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+            }
+        )
         offsets: list[int] = []
         times: list[int] = []
         sizes: list[int] = []
@@ -133,7 +135,8 @@ def end_offsets(bootstrap: str, topics: list[str], which: str) -> dict[str, int]
     spec = OffsetSpec.earliest() if which == "earliest" else OffsetSpec.latest()
     wanted = {
         TopicPartition(topic, p): spec
-        for topic in topics if topic in metadata.topics
+        for topic in topics
+        if topic in metadata.topics
         for p in metadata.topics[topic].partitions
     }
     if not wanted:

@@ -21,9 +21,12 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--capacity", type=float, default=100.0)
         parser.add_argument("--topics", type=int, default=1)
-        parser.add_argument("--ordered", action="store_true",
-                            help="list partitions in (topic, partition) order in every measurement "
-                                 "(default: a random order after the first, as in the published stream)")
+        parser.add_argument(
+            "--ordered",
+            action="store_true",
+            help="list partitions in (topic, partition) order in every measurement "
+            "(default: a random order after the first, as in the published stream)",
+        )
         parser.add_argument("--out", "-o", default="-", help="output file (default: standard output)")
         return
     if command == "evaluate":
@@ -37,28 +40,38 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
         source.add_argument("--generate", action="store_true", help="the paper's δ sweep on generated streams")
         parser.add_argument("--out", required=True, help="directory for index.html, the PNGs and results.json")
         parser.add_argument("--capacity", type=float, default=100.0)
-        parser.add_argument("--kafka", default="",
-                            help="N of kd_N to show beside the algorithms (always shown: kd_N at the reference "
-                                 "algorithm's average consumers, and the smallest N with p99 < 0.5 s)")
+        parser.add_argument(
+            "--kafka",
+            default="",
+            help="N of kd_N to show beside the algorithms (always shown: kd_N at the reference "
+            "algorithm's average consumers, and the smallest N with p99 < 0.5 s)",
+        )
         parser.add_argument("--partitions", type=int, default=200, help="--generate: partitions per stream")
         parser.add_argument("--measurements", type=int, default=500, help="--generate: measurements per stream")
         parser.add_argument("--deltas", default=",".join(map(str, DELTAS)), help="--generate: the δ values")
         parser.add_argument("--seed", type=int, default=1, help="--generate: the stream of δ uses seed + δ")
-    parser.add_argument("--algorithms", default=",".join(PAPER_ALGORITHMS),
-                        help="comma-separated registered names and kd_<N> (Kafka's equal-count assignment, N consumers)")
+    parser.add_argument(
+        "--algorithms",
+        default=",".join(PAPER_ALGORITHMS),
+        help="comma-separated registered names and kd_<N> (Kafka's equal-count assignment, N consumers)",
+    )
     parser.add_argument("--consumer-throughput", type=float, default=133.0, help="C̄, real consumer throughput")
     parser.add_argument("--iteration-s", type=float, default=30.0)
     parser.add_argument("--rebalance-s", type=float, default=5.0)
-    parser.add_argument("--optimum", action="store_true",
-                        help="compare consumers with the exact algorithm's optimum per measurement (small streams: "
-                             "up to --optimum-time-limit-ms per measurement)")
+    parser.add_argument(
+        "--optimum",
+        action="store_true",
+        help="compare consumers with the exact algorithm's optimum per measurement (small streams: "
+        "up to --optimum-time-limit-ms per measurement)",
+    )
     parser.add_argument("--optimum-time-limit-ms", type=int, default=1000)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.command == "generate-stream":
-        stream = generate_stream(args.partitions, args.measurements, args.delta, args.seed, args.capacity, args.topics,
-                                 args.ordered)
+        stream = generate_stream(
+            args.partitions, args.measurements, args.delta, args.seed, args.capacity, args.topics, args.ordered
+        )
         if args.out == "-":
             json.dump(stream, sys.stdout)
             print()
@@ -72,8 +85,11 @@ def run(args: argparse.Namespace) -> int:
 
     doc: dict = {"stream": load_stream(args.stream), "capacity": args.capacity, "algorithms": algorithms}
     if args.latency:
-        doc["latency"] = {"consumer_throughput": args.consumer_throughput, "iteration_s": args.iteration_s,
-                          "rebalance_s": args.rebalance_s}
+        doc["latency"] = {
+            "consumer_throughput": args.consumer_throughput,
+            "iteration_s": args.iteration_s,
+            "rebalance_s": args.rebalance_s,
+        }
     if args.optimum:
         doc["optimum"] = {"time_limit_ms": args.optimum_time_limit_ms}
     figures = evaluate_document(doc)
@@ -97,8 +113,12 @@ def report(args: argparse.Namespace, algorithms: list[str]) -> int:
     if args.generate:
         deltas = [int(d) for d in args.deltas.split(",") if d.strip()]
         results = sweep(args.partitions, args.measurements, args.capacity, args.seed, algorithms, deltas, best)
-        path = sweep_report(results, out, f"groupfit δ sweep: {args.partitions} partitions × {args.measurements} "
-                                          f"measurements, C = {args.capacity:g}, seeds {args.seed} + δ")
+        path = sweep_report(
+            results,
+            out,
+            f"groupfit δ sweep: {args.partitions} partitions × {args.measurements} "
+            f"measurements, C = {args.capacity:g}, seeds {args.seed} + δ",
+        )
     else:
         kafka = [int(n) for n in args.kafka.split(",") if n.strip()]
         path = stream_report(load_stream(args.stream), args.capacity, algorithms, kafka, model, out, best)
@@ -123,5 +143,7 @@ def print_table(figures: dict) -> None:
         line += f"{r['optimum_excess']:>+12.3f}" if optimum else ""
         print(line)
     if optimum:
-        print(f"{'exact':<14}{optimum['avg_consumers']:>15.2f}   optimal proven in {optimum['proven']} of "
-              f"{len(optimum['consumers'])} measurements")
+        print(
+            f"{'exact':<14}{optimum['avg_consumers']:>15.2f}   optimal proven in {optimum['proven']} of "
+            f"{len(optimum['consumers'])} measurements"
+        )

@@ -36,7 +36,8 @@ def check_names(names: Sequence[str]) -> None:
             get_algorithm(name)
         except AssignmentError as exc:
             raise AssignmentError(
-                exc.code, f"{exc.message} Or kd_<N>: Kafka's equal-count assignment over N consumers, 1 ≤ N < 10^6.",
+                exc.code,
+                f"{exc.message} Or kd_<N>: Kafka's equal-count assignment over N consumers, 1 ≤ N < 10^6.",
                 exc.details,
             ) from None
 
@@ -68,8 +69,9 @@ def replay_named(stream: Sequence[Measurement], capacity: float, names: Sequence
     return [run_named(stream, capacity, name, keep) for name in dict.fromkeys(names)]
 
 
-def results_of(runs: Sequence[Run], latency: Mapping[str, Segments] | None = None,
-               best: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def results_of(
+    runs: Sequence[Run], latency: Mapping[str, Segments] | None = None, best: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The per-algorithm figures of `groupfit evaluate --json`."""
     scores = cbs(runs)
     results: dict[str, Any] = {}
@@ -126,8 +128,13 @@ def evaluate_document(doc: Mapping[str, Any]) -> dict[str, Any]:
         raise AssignmentError("invalid_request", "algorithms must be a non-empty list of names (registered or kd_<N>).")
     model = LatencyModel(**_options(doc, "latency", {f.name for f in fields(LatencyModel)}))
     time_limit = _options(doc, "optimum", {"time_limit_ms"}).get("time_limit_ms", 1000)
-    report = evaluate(stream, float(capacity), algorithms, model if doc.get("latency") is not None else None,
-                      time_limit if doc.get("optimum") is not None else None)
+    report = evaluate(
+        stream,
+        float(capacity),
+        algorithms,
+        model if doc.get("latency") is not None else None,
+        time_limit if doc.get("optimum") is not None else None,
+    )
     return finite_or_null(report)
 
 

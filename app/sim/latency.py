@@ -42,13 +42,18 @@ class LatencyModel:
     rebalance_s: float = 5.0
 
     def __post_init__(self) -> None:
-        valid = {"consumer_throughput": self.consumer_throughput > 0, "iteration_s": self.iteration_s > 0,
-                 "rebalance_s": self.rebalance_s >= 0}
+        valid = {
+            "consumer_throughput": self.consumer_throughput > 0,
+            "iteration_s": self.iteration_s > 0,
+            "rebalance_s": self.rebalance_s >= 0,
+        }
         for name, ok in valid.items():
             value = getattr(self, name)
             if not ok or not math.isfinite(value):
                 bound = "≥ 0" if name == "rebalance_s" else "> 0"
-                raise AssignmentError("invalid_parameter", f"latency {name} must be a finite number {bound}; got {value}.")
+                raise AssignmentError(
+                    "invalid_parameter", f"latency {name} must be a finite number {bound}; got {value}."
+                )
 
 
 @dataclass

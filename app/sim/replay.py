@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from app.core.algorithm import Algorithm, get_algorithm
 from app.core.assign import Outcome, solve
-from app.core.model import build_problem
+from app.core.model import build_problem, within
 from app.sim.stream import Measurement, flatten
 
 PAPER_ALGORITHMS = ["nf", "ff", "bf", "wf", "nfd", "ffd", "bfd", "wfd", "mwf", "mbf", "mwfp", "mbfp"]  # §VI-A
@@ -50,8 +50,9 @@ def replay_with(stream: Sequence[Measurement], capacity: float, spec: Algorithm,
         outcome = solve(problem, spec, parsed)
         run.consumers.append(outcome.consumer_count)
         run.rscore.append(outcome.rscore)
-        limit = capacity * (1 + 1e-12)
-        run.within_capacity.append(all(len(held) == 1 or outcome.loads[c] <= limit for c, held in outcome.assignment.items()))
+        run.within_capacity.append(
+            all(len(held) == 1 or within(outcome.loads[c], capacity) for c, held in outcome.assignment.items())
+        )
         if keep:
             run.outcomes.append(outcome)
         previous = {c: [keys[j] for j in held] for c, held in outcome.assignment.items() if held}

@@ -74,16 +74,22 @@ class Page:
         data = buffer.getvalue()
         (self.out / f"{name}.png").write_bytes(data)
         encoded = base64.b64encode(data).decode()
-        self.parts.append(f'<figure><img alt="{name}" src="data:image/png;base64,{encoded}">'
-                          f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+        self.parts.append(
+            f'<figure><img alt="{name}" src="data:image/png;base64,{encoded}">'
+            f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+        )
 
     def write(self, results: Any) -> Path:
         (self.out / "results.json").write_text(json.dumps(finite_or_null(results), allow_nan=False))
-        style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}"
-                 "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}img{max-width:100%}"
-                 "figcaption{color:#555;font-size:90%}")
-        page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(self.title)}</title>"
-                f"<style>{style}</style></head><body><h1>{html.escape(self.title)}</h1>{''.join(self.parts)}</body></html>")
+        style = (
+            "body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}"
+            "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}img{max-width:100%}"
+            "figcaption{color:#555;font-size:90%}"
+        )
+        page = (
+            f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(self.title)}</title>"
+            f"<style>{style}</style></head><body><h1>{html.escape(self.title)}</h1>{''.join(self.parts)}</body></html>"
+        )
         path = self.out / "index.html"
         path.write_text(page, encoding="utf-8")
         return path
@@ -103,8 +109,11 @@ def _style(names: Sequence[str]) -> dict[str, dict[str, Any]]:
     import matplotlib
 
     colours = matplotlib.colormaps["tab20"].colors
-    family = {**dict.fromkeys(("nf", "ff", "bf", "wf"), "-"), **dict.fromkeys(("nfd", "ffd", "bfd", "wfd"), "--"),
-              **dict.fromkeys(("mwf", "mbf", "mwfp", "mbfp"), "-.")}
+    family = {
+        **dict.fromkeys(("nf", "ff", "bf", "wf"), "-"),
+        **dict.fromkeys(("nfd", "ffd", "bfd", "wfd"), "--"),
+        **dict.fromkeys(("mwf", "mbf", "mwfp", "mbfp"), "-."),
+    }
     return {n: {"color": colours[i % len(colours)], "linestyle": family.get(n, ":")} for i, n in enumerate(names)}
 
 
@@ -140,14 +149,22 @@ def kafka_range(stream: Sequence[Measurement]) -> list[int]:
     return sorted(set(range(1, partitions + 1, step)) | {partitions})
 
 
-def stream_report(stream: list[Measurement], capacity: float, algorithms: list[str], kafka: list[int],
-                  model: LatencyModel, out: Path, optimum_time_limit_ms: int | None = None) -> Path:
+def stream_report(
+    stream: list[Measurement],
+    capacity: float,
+    algorithms: list[str],
+    kafka: list[int],
+    model: LatencyModel,
+    out: Path,
+    optimum_time_limit_ms: int | None = None,
+) -> Path:
     from tqdm import tqdm
 
     plt = _pyplot()
     curve = kafka_range(stream)
-    progress = tqdm(total=len(algorithms) + len(curve) + bool(optimum_time_limit_ms is not None), desc="replaying",
-                    file=sys.stderr)
+    progress = tqdm(
+        total=len(algorithms) + len(curve) + bool(optimum_time_limit_ms is not None), desc="replaying", file=sys.stderr
+    )
     runs: dict[str, Run] = {}
     latency: dict[str, Segments] = {}
 
@@ -175,26 +192,52 @@ def stream_report(stream: list[Measurement], capacity: float, algorithms: list[s
             summaries[f"kd_{n}"] = latency[f"kd_{n}"].summary()
     shown = [*algorithms, *(f"kd_{n}" for n in sorted(featured))]
     results = results_of([runs[n] for n in shown], {n: latency[n] for n in shown}, best)
-    title = (f"groupfit report: {len(stream)} measurements, C = {capacity:g}, C̄ = {model.consumer_throughput:g}, "
-             f"{model.iteration_s:g} s iterations, {model.rebalance_s:g} s rebalances")
+    title = (
+        f"groupfit report: {len(stream)} measurements, C = {capacity:g}, C̄ = {model.consumer_throughput:g}, "
+        f"{model.iteration_s:g} s iterations, {model.rebalance_s:g} s rebalances"
+    )
     page = Page(out, title)
 
     page.heading("Headline")
-    header = ["algorithm", "avg consumers", "avg Rscore", "CBS", *(["vs optimum"] if best else []),
-              "p50 s", "p90 s", "p95 s", "p99 s", "max s", "bytes > 0 s"]
-    page.table(header, [
-        [n, r["avg_consumers"], r["avg_rscore"], r["cbs"], *([r["optimum_excess"]] if best else []),
-         *(r["latency"][p] for p in ("p50", "p90", "p95", "p99", "max")),
-         f"{summaries[n]['above_zero'] / latency[n].bytes:.1%}" if latency[n].bytes else "-"]
-        for n, r in results.items()
-    ])
-    page.text("CBS (Eq. 28) is the mean excess over the fewest consumers of any assignment within C at each "
-              "iteration; kd_N ignores rates, so it may use fewer by overloading (negative CBS). Latency: the §VI-C "
-              "model over every byte from the second iteration on; ∞ marks bytes the model never reads.")
+    header = [
+        "algorithm",
+        "avg consumers",
+        "avg Rscore",
+        "CBS",
+        *(["vs optimum"] if best else []),
+        "p50 s",
+        "p90 s",
+        "p95 s",
+        "p99 s",
+        "max s",
+        "bytes > 0 s",
+    ]
+    page.table(
+        header,
+        [
+            [
+                n,
+                r["avg_consumers"],
+                r["avg_rscore"],
+                r["cbs"],
+                *([r["optimum_excess"]] if best else []),
+                *(r["latency"][p] for p in ("p50", "p90", "p95", "p99", "max")),
+                f"{summaries[n]['above_zero'] / latency[n].bytes:.1%}" if latency[n].bytes else "-",
+            ]
+            for n, r in results.items()
+        ],
+    )
+    page.text(
+        "CBS (Eq. 28) is the mean excess over the fewest consumers of any assignment within C at each "
+        "iteration; kd_N ignores rates, so it may use fewer by overloading (negative CBS). Latency: the §VI-C "
+        "model over every byte from the second iteration on; ∞ marks bytes the model never reads."
+    )
     if best:
-        page.text(f"exact (CP-SAT, {optimum_time_limit_ms} ms per measurement): {best['avg_consumers']:.2f} consumers "
-                  f"on average, optimal proven in {best['proven']} of {len(best['consumers'])} measurements; "
-                  "'vs optimum' is CBS against its count.")
+        page.text(
+            f"exact (CP-SAT, {optimum_time_limit_ms} ms per measurement): {best['avg_consumers']:.2f} consumers "
+            f"on average, optimal proven in {best['proven']} of {len(best['consumers'])} measurements; "
+            "'vs optimum' is CBS against its count."
+        )
 
     page.heading("Kafka's equal-count assignment (kd_N) against the algorithms")
     _kafka_section(page, plt, curve, summaries, runs, reference, same_cost, negligible)
@@ -210,7 +253,11 @@ def stream_report(stream: list[Measurement], capacity: float, algorithms: list[s
         axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside: lines stay visible
         axis.grid(alpha=0.3)
         page.heading(f"{label} over time")
-        page.figure(f"{metric}_over_time", figure, f"{label} per iteration" + (f" ({smooth}-iteration moving average)" if smooth > 1 else ""))
+        page.figure(
+            f"{metric}_over_time",
+            figure,
+            f"{label} per iteration" + (f" ({smooth}-iteration moving average)" if smooth > 1 else ""),
+        )
         plt.close(figure)
 
     page.heading("Latency (§VI-C): bytes by latency, above 0 s")
@@ -223,20 +270,44 @@ def stream_report(stream: list[Measurement], capacity: float, algorithms: list[s
     figure = _pareto_figure(plt, points, "this stream")
     page.figure("pareto_front", figure, "operational cost against rebalance cost; red: not dominated")
     plt.close(figure)
-    kd_curve = {f"kd_{n}": {"avg_consumers": runs[f"kd_{n}"].avg_consumers,
-                            **{k: summaries[f"kd_{n}"][k] for k in ("p90", "p99", "max")}} for n in curve}
-    return page.write({"results": results, "kafka_curve": kd_curve,
-                       "smallest_kd_below_negligible": negligible, "reference": reference,
-                       **({"optimum": best} if best else {})})
+    kd_curve = {
+        f"kd_{n}": {
+            "avg_consumers": runs[f"kd_{n}"].avg_consumers,
+            **{k: summaries[f"kd_{n}"][k] for k in ("p90", "p99", "max")},
+        }
+        for n in curve
+    }
+    return page.write(
+        {
+            "results": results,
+            "kafka_curve": kd_curve,
+            "smallest_kd_below_negligible": negligible,
+            "reference": reference,
+            **({"optimum": best} if best else {}),
+        }
+    )
 
 
-def _kafka_section(page: Page, plt: Any, curve: list[int], summaries: dict[str, dict[str, float]],
-                   runs: dict[str, Run], reference: str, same_cost: int, negligible: int | None) -> None:
+def _kafka_section(
+    page: Page,
+    plt: Any,
+    curve: list[int],
+    summaries: dict[str, dict[str, float]],
+    runs: dict[str, Run],
+    reference: str,
+    same_cost: int,
+    negligible: int | None,
+) -> None:
     figure, axis = plt.subplots(figsize=(10, 4.2))
     for p, marker in (("p99", "o"), ("p90", "s")):
         axis.plot(curve, [summaries[f"kd_{n}"][p] for n in curve], marker=marker, markersize=3, label=f"kd_N {p}")
-        axis.axhline(summaries[reference][p], linestyle="--", linewidth=1,
-                     color="tab:blue" if p == "p99" else "tab:orange", label=f"{reference} {p}")
+        axis.axhline(
+            summaries[reference][p],
+            linestyle="--",
+            linewidth=1,
+            color="tab:blue" if p == "p99" else "tab:orange",
+            label=f"{reference} {p}",
+        )
     axis.axvline(runs[reference].avg_consumers, color="grey", linestyle=":", label=f"{reference} average consumers")
     axis.set_yscale("symlog", linthresh=1)  # 0 s and hours on one axis
     axis.set_ylim(bottom=0)
@@ -247,19 +318,24 @@ def _kafka_section(page: Page, plt: Any, curve: list[int], summaries: dict[str, 
     page.figure("kafka_by_consumers", figure, "kd_N tail latency by N, beside the reference algorithm")
     plt.close(figure)
     ref = summaries[reference]
-    text = (f"{reference}: {runs[reference].avg_consumers:.2f} consumers on average, p90 {ref['p90']:.2f} s, "
-            f"p99 {ref['p99']:.2f} s. At the same cost kd_{same_cost} has p90 {summaries[f'kd_{same_cost}']['p90']:.2f} s, "
-            f"p99 {summaries[f'kd_{same_cost}']['p99']:.2f} s. ")
+    text = (
+        f"{reference}: {runs[reference].avg_consumers:.2f} consumers on average, p90 {ref['p90']:.2f} s, "
+        f"p99 {ref['p99']:.2f} s. At the same cost kd_{same_cost} has p90 {summaries[f'kd_{same_cost}']['p90']:.2f} s, "
+        f"p99 {summaries[f'kd_{same_cost}']['p99']:.2f} s. "
+    )
     if negligible is None:
         text += f"No kd_N up to N = {curve[-1]} brings p99 below {NEGLIGIBLE_S} s."
     else:
-        text += (f"The smallest N with p99 below {NEGLIGIBLE_S} s is kd_{negligible}: "
-                 f"{negligible / runs[reference].avg_consumers:.2f}× {reference}'s consumers.")
+        text += (
+            f"The smallest N with p99 below {NEGLIGIBLE_S} s is kd_{negligible}: "
+            f"{negligible / runs[reference].avg_consumers:.2f}× {reference}'s consumers."
+        )
     page.text(text)
 
 
-def _histograms(page: Page, plt: Any, names: list[str], latency: dict[str, Segments],
-                summaries: dict[str, dict[str, float]]) -> None:
+def _histograms(
+    page: Page, plt: Any, names: list[str], latency: dict[str, Segments], summaries: dict[str, dict[str, float]]
+) -> None:
     import numpy as np
 
     shown = [n for n in names if summaries[n]["above_zero"] > 0]
@@ -273,8 +349,10 @@ def _histograms(page: Page, plt: Any, names: list[str], latency: dict[str, Segme
         axis.bar(edges[:-1], latency[n].histogram(edges), width=np.diff(edges), align="edge")
         axis.set_ylabel("bytes")
         share = summaries[n]["above_zero"] / latency[n].bytes
-        axis.set_title(f"{n}: {share:.1%} of bytes wait; p99 {summaries[n]['p99']:.2f} s, max {summaries[n]['max']:.2f} s",
-                       fontsize=9)
+        axis.set_title(
+            f"{n}: {share:.1%} of bytes wait; p99 {summaries[n]['p99']:.2f} s, max {summaries[n]['max']:.2f} s",
+            fontsize=9,
+        )
     axes[-1, 0].set_xlabel("latency (s)")
     figure.tight_layout()
     page.figure("latency_histograms", figure, "bytes by latency above 0 s (rates × seconds)")
@@ -284,14 +362,26 @@ def _histograms(page: Page, plt: Any, names: list[str], latency: dict[str, Segme
 # -- the δ sweep ---------------------------------------------------------------------------------
 
 
-def sweep(partitions: int, measurements: int, capacity: float, seed: int, algorithms: list[str],
-          deltas: Sequence[int] = DELTAS, optimum_time_limit_ms: int | None = None) -> dict[int, dict[str, Any]]:
+def sweep(
+    partitions: int,
+    measurements: int,
+    capacity: float,
+    seed: int,
+    algorithms: list[str],
+    deltas: Sequence[int] = DELTAS,
+    optimum_time_limit_ms: int | None = None,
+) -> dict[int, dict[str, Any]]:
     """`evaluate` of each algorithm on a generated stream per δ (seed + δ)."""
     from tqdm import tqdm
 
     return {
-        delta: evaluate(generate_stream(partitions, measurements, delta, seed + delta, capacity), capacity, algorithms,
-                        None, optimum_time_limit_ms)
+        delta: evaluate(
+            generate_stream(partitions, measurements, delta, seed + delta, capacity),
+            capacity,
+            algorithms,
+            None,
+            optimum_time_limit_ms,
+        )
         for delta in tqdm(deltas, desc="δ sweep", file=sys.stderr)
     }
 
@@ -302,14 +392,25 @@ def sweep_report(results: dict[int, dict[str, Any]], out: Path, title: str) -> P
     deltas = sorted(results)
     algorithms = list(results[deltas[0]]["results"])
     style = _style(algorithms)
-    metrics = [("cbs", "CBS (Eq. 28)"), ("avg_rscore", "average Rscore (Eq. 29)"), ("avg_consumers", "average consumers")]
+    metrics = [
+        ("cbs", "CBS (Eq. 28)"),
+        ("avg_rscore", "average Rscore (Eq. 29)"),
+        ("avg_consumers", "average consumers"),
+    ]
     if "optimum" in results[deltas[0]]:
         metrics.append(("optimum_excess", "CBS against the exact optimum"))
     for metric, label in metrics:
         figure, axis = plt.subplots(figsize=(10, 4.2))
         for name in algorithms:
-            axis.plot(deltas, [results[d]["results"][name][metric] for d in deltas], marker="o", markersize=4,
-                      label=name, linewidth=1.1, **style[name])
+            axis.plot(
+                deltas,
+                [results[d]["results"][name][metric] for d in deltas],
+                marker="o",
+                markersize=4,
+                label=name,
+                linewidth=1.1,
+                **style[name],
+            )
         axis.set_xlabel("δ (largest step between measurements, % of C)")
         axis.set_ylabel(label)
         axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside: lines stay visible
@@ -317,8 +418,10 @@ def sweep_report(results: dict[int, dict[str, Any]], out: Path, title: str) -> P
         page.heading(f"{label} per δ")
         page.figure(f"{metric}_per_delta", figure, f"{label} of each algorithm per δ")
         plt.close(figure)
-        page.table(["algorithm", *(f"δ={d}" for d in deltas)],
-                   [[name, *(results[d]["results"][name][metric] for d in deltas)] for name in algorithms])
+        page.table(
+            ["algorithm", *(f"δ={d}" for d in deltas)],
+            [[name, *(results[d]["results"][name][metric] for d in deltas)] for name in algorithms],
+        )
     for d in deltas:
         points = {n: (results[d]["results"][n]["cbs"], results[d]["results"][n]["avg_rscore"]) for n in algorithms}
         page.heading(f"Pareto front, δ = {d}")
@@ -326,6 +429,11 @@ def sweep_report(results: dict[int, dict[str, Any]], out: Path, title: str) -> P
         figure = _pareto_figure(plt, points, f"δ = {d}")
         page.figure(f"pareto_delta_{d}", figure, f"CBS against average Rscore at δ = {d}; red: not dominated")
         plt.close(figure)
-    summary = {d: {n: {k: v for k, v in r.items() if k not in ("consumers", "rscore")}
-                   for n, r in results[d]["results"].items()} for d in deltas}
+    summary = {
+        d: {
+            n: {k: v for k, v in r.items() if k not in ("consumers", "rscore")}
+            for n, r in results[d]["results"].items()
+        }
+        for d in deltas
+    }
     return page.write(summary)

@@ -16,14 +16,19 @@ DELTAS = [0, 5, 10, 15, 20, 25]  # the δ of the paper's experiments (§VI-B)
 
 
 def generate_stream(
-    partitions: int, measurements: int, delta: float, seed: int, capacity: float = 100.0, topics: int = 1,
+    partitions: int,
+    measurements: int,
+    delta: float,
+    seed: int,
+    capacity: float = 100.0,
+    topics: int = 1,
     ordered: bool = False,
 ) -> list[Measurement]:
     """Eq. 15 with integer steps: s_j(t_1) ~ U[0, 100]%·C, then s_j(t_k) = s_j(t_{k-1}) + φ(δ)%·C,
     clipped to [0, 100]%·C as the published generator does.
 
     After the first, each measurement lists its partitions in a random order, as the published stream
-    does (shared/reference): the algorithms that take partitions as given (nf ff bf wf) then see the
+    does (data/reference): the algorithms that take partitions as given (nf ff bf wf) then see the
     order the published code gave them by shuffling, while groupfit stays deterministic in its input.
     `ordered` keeps every measurement in (topic, partition) order; the rates are the same either way."""
     rng = random.Random(seed)
@@ -74,7 +79,8 @@ def check_stream(data: Any) -> list[Measurement]:
             for partition, rate in partitions.items():
                 if isinstance(rate, bool) or not isinstance(rate, (int, float)):
                     raise AssignmentError(
-                        "invalid_rate", f"measurement {k}: partition {topic}/{partition} has rate {rate!r}; rates are numbers."
+                        "invalid_rate",
+                        f"measurement {k}: partition {topic}/{partition} has rate {rate!r}; rates are numbers.",
                     )
     return data
 

@@ -144,7 +144,9 @@ class GroupStore:
             outcome, version, *seen = await self._write_version(keys=keys, args=args)
         if outcome == b"replayed":
             fingerprint, answer = seen
-            return VersionWrite("replayed", int(version), Replay(replay.key, fingerprint.decode(), answer, int(version)))
+            return VersionWrite(
+                "replayed", int(version), Replay(replay.key, fingerprint.decode(), answer, int(version))
+            )
         return VersionWrite(outcome.decode(), int(version))
 
     async def history(self, group: str, limit: int) -> list[dict[str, Any]]:

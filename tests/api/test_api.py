@@ -28,8 +28,14 @@ def request_body(**extra):
 
 @pytest.fixture
 def settings(redis_server) -> Settings:
-    return Settings(redis_url=redis_server.url, history_limit=3, max_partitions=1000, max_dense_cells=50,
-                    max_body_bytes=200_000, max_evaluate_cells=50_000)
+    return Settings(
+        redis_url=redis_server.url,
+        history_limit=3,
+        max_partitions=1000,
+        max_dense_cells=50,
+        max_body_bytes=200_000,
+        max_evaluate_cells=50_000,
+    )
 
 
 @pytest.fixture
@@ -90,10 +96,14 @@ async def test_dense_delta_and_its_limit(client):
         ({"capacity": 0}, "invalid_capacity"),
         ({"capacity": None}, "invalid_capacity"),
         ({"consumer_throughput": 100, "capacity": None, "rebalance_s": 40}, "invalid_capacity"),
-        ({"partitions": [{"topic": "t", "partition": 0, "rate": 1}, {"topic": "t", "partition": 0, "rate": 2}]},
-         "duplicate_partition"),
-        ({"previous": {"a": [{"topic": "t", "partition": 0}], "b": [{"topic": "t", "partition": 0}]}},
-         "invalid_previous"),
+        (
+            {"partitions": [{"topic": "t", "partition": 0, "rate": 1}, {"topic": "t", "partition": 0, "rate": 2}]},
+            "duplicate_partition",
+        ),
+        (
+            {"previous": {"a": [{"topic": "t", "partition": 0}], "b": [{"topic": "t", "partition": 0}]}},
+            "invalid_previous",
+        ),
         ({"members": []}, "invalid_members"),
         ({"members": ["a", "a"]}, "invalid_members"),
         ({"params": {"unknown": 1}}, "invalid_parameter"),
@@ -209,8 +219,10 @@ async def test_concurrent_retries_with_one_key_get_one_version(client, group):
 async def test_rates_round_trip_and_assign_from_stored_rates(client, group):
     missing = await client.post("/v1/assign", json={"algorithm": "mwf", "capacity": 100, "group": group})
     assert missing.status_code == 422 and error_code(missing) == "no_rates"
-    rates = {"partitions": [{"topic": "t", "partition": p, "rate": 40.0 * (p + 1), "lag": 5} for p in range(3)],
-             "window_end": "2026-11-22T10:00:00Z"}
+    rates = {
+        "partitions": [{"topic": "t", "partition": p, "rate": 40.0 * (p + 1), "lag": 5} for p in range(3)],
+        "window_end": "2026-11-22T10:00:00Z",
+    }
     ack = await client.put(f"/v1/groups/{group}/rates", json=rates)
     assert ack.status_code == 200 and ack.json()["partition_count"] == 3
     stored = (await client.get(f"/v1/groups/{group}/rates")).json()
@@ -256,11 +268,20 @@ async def test_evaluate(client, reference_stream_path):
     assert set(results) == {"mwf", "bfd"} and results["mwf"].iterations == 10 and results["mwf"].rscore[0] == 0
     unknown = await client.post("/v1/evaluate", json={"stream": stream, "capacity": 100, "algorithms": ["x"]})
     assert error_code(unknown) == "unknown_algorithm"
-    with_latency = await client.post("/v1/evaluate", json={"stream": stream, "capacity": 100, "algorithms": ["mwf", "kd_15"],
-                                                          "latency": {"consumer_throughput": 133}})
+    with_latency = await client.post(
+        "/v1/evaluate",
+        json={
+            "stream": stream,
+            "capacity": 100,
+            "algorithms": ["mwf", "kd_15"],
+            "latency": {"consumer_throughput": 133},
+        },
+    )
     results = msgspec.json.decode(with_latency.content, type=schemas.EvaluateResponse).results
     assert results["kd_15"].latency.p99 >= results["mwf"].latency.p99 >= 0
-    too_long = await client.post("/v1/evaluate", json={"stream": stream * 20, "capacity": 100, "algorithms": ["mwf"] * 10})
+    too_long = await client.post(
+        "/v1/evaluate", json={"stream": stream * 20, "capacity": 100, "algorithms": ["mwf"] * 10}
+    )
     assert too_long.status_code == 422 and error_code(too_long) == "too_many_partitions"
 
 

@@ -16,11 +16,16 @@ SECRET = "s3cret-token-value"
 
 @pytest.fixture
 async def client(redis_server, monkeypatch):
-    monkeypatch.setenv("GROUPFIT_AUTH_TOKENS", json.dumps([
-        {"token": SECRET, "write": True},
-        {"token": "reader", "write": False},
-        {"token": "orders-writer", "write": True, "groups": ["orders"]},
-    ]))
+    monkeypatch.setenv(
+        "GROUPFIT_AUTH_TOKENS",
+        json.dumps(
+            [
+                {"token": SECRET, "write": True},
+                {"token": "reader", "write": False},
+                {"token": "orders-writer", "write": True, "groups": ["orders"]},
+            ]
+        ),
+    )
     monkeypatch.setenv("GROUPFIT_CORS_ORIGINS", '["https://ops.example"]')
     app = create_app(Settings(redis_url=redis_server.url))
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
@@ -58,12 +63,15 @@ async def test_a_token_may_be_limited_to_groups(client):
     other = await client.post("/v1/assign", json={**REQUEST, "group": "payments"}, headers=bearer("orders-writer"))
     assert other.status_code == 403
     rates = {"partitions": [], "window_end": "2026-11-22T10:00:00Z"}
-    assert (await client.put("/v1/groups/payments/rates", json=rates, headers=bearer("orders-writer"))).status_code == 403
+    assert (
+        await client.put("/v1/groups/payments/rates", json=rates, headers=bearer("orders-writer"))
+    ).status_code == 403
 
 
 async def test_cors_only_for_configured_origins(client):
-    allowed = await client.options("/v1/algorithms", headers={"Origin": "https://ops.example",
-                                                               "Access-Control-Request-Method": "GET"})
+    allowed = await client.options(
+        "/v1/algorithms", headers={"Origin": "https://ops.example", "Access-Control-Request-Method": "GET"}
+    )
     assert allowed.headers.get("access-control-allow-origin") == "https://ops.example"
     other = await client.get("/healthz", headers={"Origin": "https://evil.example"})
     assert "access-control-allow-origin" not in other.headers
@@ -84,7 +92,9 @@ async def test_unexpected_errors_hide_the_trace(redis_server, monkeypatch):
         raise RuntimeError("secret internals /etc/passwd")
 
     monkeypatch.setattr("app.api.routes.solve", broken)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app, raise_app_exceptions=False), base_url="http://t") as c:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app, raise_app_exceptions=False), base_url="http://t"
+    ) as c:
         response = await c.post("/v1/assign", json=REQUEST)
     assert response.status_code == 500 and response.json()["error"]["code"] == "internal_error"
     assert "secret" not in response.text and "Traceback" not in response.text

@@ -24,7 +24,9 @@ def requests(draw):
     previous: dict[str, list[dict]] = {}
     for topic, partition in keys + [("gone", 0)]:
         if draw(st.booleans()):
-            previous.setdefault(draw(st.sampled_from(["x", "y", "c0", "c3"])), []).append({"topic": topic, "partition": partition})
+            previous.setdefault(draw(st.sampled_from(["x", "y", "c0", "c3"])), []).append(
+                {"topic": topic, "partition": partition}
+            )
     return {
         "algorithm": draw(st.sampled_from(ALGORITHMS)),
         "capacity": capacity,
@@ -48,14 +50,16 @@ async def test_answers_keep_their_invariants(app, request):
     rate = {(p["topic"], p["partition"]): p["rate"] for p in request["partitions"]}
     placed = [(p["topic"], p["partition"]) for held in answer["assignment"].values() for p in held]
     assert sorted(placed) == sorted(rate)  # each partition exactly once
-    for consumer, held in answer["assignment"].items():
+    for held in answer["assignment"].values():
         load = math.fsum(rate[p["topic"], p["partition"]] for p in held)
         assert load <= request["capacity"] * (1 + 1e-9) or len(held) == 1
     before = {(c, p["topic"], p["partition"]) for c, held in request["previous"].items() for p in held}
     after = {(c, p["topic"], p["partition"]) for c, held in answer["assignment"].items() for p in held}
     delta = answer["delta"]
-    cells = {(delta["rows"][r], delta["columns"][c]["topic"], delta["columns"][c]["partition"]): v
-             for r, c, v in delta["cells"]}
+    cells = {
+        (delta["rows"][r], delta["columns"][c]["topic"], delta["columns"][c]["partition"]): v
+        for r, c, v in delta["cells"]
+    }
     assert cells == {**{k: -1 for k in before - after}, **{k: 1 for k in after - before}}
     moved = {(m["topic"], m["partition"]) for m in answer["moves"]}
     assert moved == {(t, p) for c, t, p in after - before if any((o, t, p) in before for o in request["previous"])}

@@ -27,8 +27,15 @@ class Cluster:
         return set(range(self.topics[topic]))
 
 
-def member(identity: str, capacity: float | None = None, owned: list | None = None, generation: int = -1) -> ConsumerProtocolMemberMetadata:
-    data = {"id": identity, "owned": owned or [], "generation": generation, **({"capacity": capacity} if capacity else {})}
+def member(
+    identity: str, capacity: float | None = None, owned: list | None = None, generation: int = -1
+) -> ConsumerProtocolMemberMetadata:
+    data = {
+        "id": identity,
+        "owned": owned or [],
+        "generation": generation,
+        **({"capacity": capacity} if capacity else {}),
+    }
     return ConsumerProtocolMemberMetadata(0, ["t"], json.dumps(data).encode())
 
 
@@ -40,7 +47,8 @@ def held(result: dict[str, ConsumerProtocolMemberAssignment]) -> dict[str, set[i
 def group(live_service) -> str:
     name = f"leader-{uuid.uuid4().hex[:6]}"
     GroupfitClient(live_service.url).put_rates(
-        name, [{"topic": "t", "partition": p, "rate": r} for p, r in RATES.items()], "2026-11-22T10:00:00Z")
+        name, [{"topic": "t", "partition": p, "rate": r} for p, r in RATES.items()], "2026-11-22T10:00:00Z"
+    )
     return name
 
 

@@ -12,7 +12,11 @@ import pytest
 from groupfit_client import AsyncGroupfitClient, GroupfitClient, GroupfitError
 
 ROOT = Path(__file__).resolve().parents[2]
-REQUEST = {"algorithm": "bfd", "capacity": 10, "partitions": [{"topic": "t", "partition": p, "rate": 4} for p in range(5)]}
+REQUEST = {
+    "algorithm": "bfd",
+    "capacity": 10,
+    "partitions": [{"topic": "t", "partition": p, "rate": 4} for p in range(5)],
+}
 
 
 def test_sync_client_round_trip(live_service):
@@ -58,7 +62,9 @@ def test_retries_503_only_when_safe():
     def handler(request: httpx.Request) -> httpx.Response:
         calls.append(request)
         if len(calls) < 3:
-            return httpx.Response(503, json={"error": {"code": "store_unavailable", "message": "down.", "details": None}})
+            return httpx.Response(
+                503, json={"error": {"code": "store_unavailable", "message": "down.", "details": None}}
+            )
         return httpx.Response(200, json={"ok": True})
 
     client = GroupfitClient("http://x", backoff_s=0, transport=httpx.MockTransport(handler))
@@ -92,7 +98,11 @@ def test_client_paths_and_fields_exist_in_the_contract():
             text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
             if text.startswith("/v1/"):
                 used.add(text)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith(("/v1/", "/readyz")):
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value.startswith(("/v1/", "/readyz"))
+        ):
             used.add(node.value)
     assert used and used <= paths, used - paths
     schemas = spec["components"]["schemas"]

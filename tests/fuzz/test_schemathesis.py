@@ -16,8 +16,11 @@ pytestmark = pytest.mark.integration
 
 CONTRACT = Path(__file__).resolve().parents[2] / "openapi" / "openapi.json"
 EXAMPLES_PER_OPERATION = 110  # 11 operations: more than 1 000 generated cases in all
-OPERATIONS = sorted(f"{method.upper()} {path}" for path, methods in json.loads(CONTRACT.read_text())["paths"].items()
-                    for method in methods)
+OPERATIONS = sorted(
+    f"{method.upper()} {path}"
+    for path, methods in json.loads(CONTRACT.read_text())["paths"].items()
+    for method in methods
+)
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +34,9 @@ def operations(live_service):
 def test_every_operation_honours_the_contract(operations, label):
     operation = operations[label]
 
-    @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    )
     @given(data=st.data())
     def run(data):
         case = data.draw(operation.as_strategy())

@@ -52,14 +52,22 @@ async def consume(consumers: list[AIOKafkaConsumer], seconds: float = 30) -> Cou
 
 
 def consumer(bootstrap: str, topic: str, group: str, assignor: type) -> AIOKafkaConsumer:
-    return AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
-                            partition_assignment_strategy=(assignor,), session_timeout_ms=6000,
-                            heartbeat_interval_ms=500, enable_auto_commit=False)
+    return AIOKafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        auto_offset_reset="earliest",
+        partition_assignment_strategy=(assignor,),
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=500,
+        enable_auto_commit=False,
+    )
 
 
 async def put_rates(service: AsyncGroupfitClient, group: str, topic: str) -> None:
-    await service.put_rates(group, [{"topic": topic, "partition": p, "rate": r} for p, r in RATES.items()],
-                            "2026-11-22T10:00:00Z")
+    await service.put_rates(
+        group, [{"topic": topic, "partition": p, "rate": r} for p, r in RATES.items()], "2026-11-22T10:00:00Z"
+    )
 
 
 async def settle(consumers: list[AIOKafkaConsumer], partitions: int, seconds: float = 60) -> dict[int, set[int]]:
@@ -78,8 +86,10 @@ async def test_group_ends_up_with_the_services_assignment(kafka_broker, live_ser
     topic, group = make_topic(kafka_broker.bootstrap_servers), f"cg-{uuid.uuid4().hex[:6]}"
     service = AsyncGroupfitClient(live_service.url)
     await put_rates(service, group, topic)
-    members = [consumer(kafka_broker.bootstrap_servers, topic, group, groupfit_assignor(live_service.url, group, f"m{i}", 100))
-               for i in (1, 2, 3)]
+    members = [
+        consumer(kafka_broker.bootstrap_servers, topic, group, groupfit_assignor(live_service.url, group, f"m{i}", 100))
+        for i in (1, 2, 3)
+    ]
     for c in members:
         await c.start()
     try:
@@ -106,7 +116,8 @@ async def test_group_ends_up_with_the_services_assignment(kafka_broker, live_ser
         assert stored["version"] > version and set(stored["assignment"]) == set(names)
         owned = await settle(remaining, len(RATES))
         assert {names[i]: ps for i, ps in owned.items()} == {
-            m: {p["partition"] for p in held} for m, held in stored["assignment"].items()}
+            m: {p["partition"] for p in held} for m, held in stored["assignment"].items()
+        }
     finally:
         for c in members:
             await c.stop()

@@ -54,8 +54,11 @@ def test_controller_moves_partitions_without_loss_or_double_reads(kafka_broker, 
     service = GroupfitClient(live_service.url)
 
     def put_rates(rates: list[float], minute: int) -> None:
-        service.put_rates(group, [{"topic": topic, "partition": p, "rate": r} for p, r in enumerate(rates)],
-                          f"2026-11-22T10:0{minute}:00Z")
+        service.put_rates(
+            group,
+            [{"topic": topic, "partition": p, "rate": r} for p, r in enumerate(rates)],
+            f"2026-11-22T10:0{minute}:00Z",
+        )
 
     record_log = tmp_path / "records.log"
     processes = LocalProcesses(bootstrap, topic, group, control, str(record_log))

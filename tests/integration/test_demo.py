@@ -45,8 +45,13 @@ def alive(pid: int) -> bool:
 
 
 def test_demo_check_passes_once_the_service_rebalanced_with_measured_rates():
-    finished = subprocess.run([*GROUPFIT, "demo", "--check", "200", "--rejoin-s", "10"], capture_output=True, text=True,
-                              timeout=300, check=False)
+    finished = subprocess.run(
+        [*GROUPFIT, "demo", "--check", "200", "--rejoin-s", "10"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-3000:]
     assert "demo check passed" in finished.stdout
     last_view = finished.stdout.rsplit("groupfit demo —", 1)[1]
@@ -54,13 +59,22 @@ def test_demo_check_passes_once_the_service_rebalanced_with_measured_rates():
     assert last_view.count("consumer-") == 3  # each member with its partitions and load
 
 
-@pytest.mark.parametrize("stop", [
-    lambda demo: os.killpg(demo.pid, signal.SIGINT),  # Ctrl-C in a terminal: the whole job gets SIGINT
-    lambda demo: demo.send_signal(signal.SIGTERM),  # `kill`: only the demo is told, it stops the rest
-], ids=["ctrl-c", "sigterm"])
+@pytest.mark.parametrize(
+    "stop",
+    [
+        lambda demo: os.killpg(demo.pid, signal.SIGINT),  # Ctrl-C in a terminal: the whole job gets SIGINT
+        lambda demo: demo.send_signal(signal.SIGTERM),  # `kill`: only the demo is told, it stops the rest
+    ],
+    ids=["ctrl-c", "sigterm"],
+)
 def test_stopping_the_demo_stops_everything_it_started(stop):
-    demo = subprocess.Popen([*GROUPFIT, "demo", "--rejoin-s", "10"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)  # its own process group, as a terminal's job
+    demo = subprocess.Popen(
+        [*GROUPFIT, "demo", "--rejoin-s", "10"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )  # its own process group, as a terminal's job
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(line) for line in demo.stdout], daemon=True).start()
     seen, started = [], set()
@@ -68,10 +82,8 @@ def test_stopping_the_demo_stops_everything_it_started(stop):
         deadline = time.monotonic() + 200
         while not any(line.startswith("rebalances by the service:") for line in seen):
             assert time.monotonic() < deadline and demo.poll() is None, "".join(seen[-60:])
-            try:
+            with contextlib.suppress(queue.Empty):
                 seen.append(lines.get(timeout=1))
-            except queue.Empty:
-                pass
             started |= descendants(demo.pid)
         started |= descendants(demo.pid)
         # the servers, the job (and its JVM), the embedded Redis and broker

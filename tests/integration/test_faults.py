@@ -9,7 +9,6 @@ import uuid
 
 import httpx
 import pytest
-
 from groupfit_client import GroupfitClient, GroupfitError
 
 pytestmark = pytest.mark.integration
@@ -21,8 +20,9 @@ async def test_redis_stopped_during_load(live_service, redis_server):
     group = f"load-{uuid.uuid4().hex[:6]}"
     stateless = {"algorithm": "mwf", "capacity": 100, "partitions": PARTITIONS}
     async with httpx.AsyncClient(base_url=live_service.url, timeout=10) as client:
-        acknowledged = [(await client.post("/v1/assign", json={**stateless, "group": group})).json()["version"]
-                        for _ in range(5)]
+        acknowledged = [
+            (await client.post("/v1/assign", json={**stateless, "group": group})).json()["version"] for _ in range(5)
+        ]
         stop = asyncio.Event()
         statuses: list[int] = []
 

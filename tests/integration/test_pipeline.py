@@ -44,14 +44,24 @@ def test_rates_reach_the_service_within_10_percent(kafka_broker, live_service, s
     for future in admin.create_topics([NewTopic(topic, 4, 1)]).values():
         future.result(30)
     # A consumer group that committed offset 0 and then stopped: its lag grows with every record produced.
-    consumer = Consumer({"bootstrap.servers": kafka_broker.bootstrap_servers, "group.id": stalled,
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": kafka_broker.bootstrap_servers, "group.id": stalled, "enable.auto.commit": False}
+    )
     consumer.commit(offsets=[TopicPartition(topic, p, 0) for p in RATES], asynchronous=False)
     consumer.close()
 
-    options = JobOptions(bootstrap_servers=kafka_broker.bootstrap_servers, topics=[topic], service_url=live_service.url,
-                         service_group=group, consumer_group=stalled, window_s=6, slide_s=2, trigger_s=2,
-                         checkpoint_dir=str(tmp_path / "checkpoint"), starting_offsets="earliest")
+    options = JobOptions(
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        topics=[topic],
+        service_url=live_service.url,
+        service_group=group,
+        consumer_group=stalled,
+        window_s=6,
+        slide_s=2,
+        trigger_s=2,
+        checkpoint_dir=str(tmp_path / "checkpoint"),
+        starting_offsets="earliest",
+    )
     sink = ServiceSink(options)
     query = start(spark, options, sink)
     stop, counts = threading.Event(), dict.fromkeys(RATES, 0)

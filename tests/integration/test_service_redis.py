@@ -69,9 +69,21 @@ def test_generated_client_works_against_the_live_service(live_service, tmp_path)
 
     schema = Path(__file__).resolve().parents[2] / "openapi" / "openapi.json"
     generated = subprocess.run(
-        [sys.executable, "-m", "openapi_python_client", "generate", "--path", str(schema), "--output-path",
-         str(tmp_path / "client"), "--meta", "none"],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "openapi_python_client",
+            "generate",
+            "--path",
+            str(schema),
+            "--output-path",
+            str(tmp_path / "client"),
+            "--meta",
+            "none",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert generated.returncode == 0, generated.stdout + generated.stderr
     script = f"""

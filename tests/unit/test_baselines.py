@@ -88,7 +88,9 @@ def most_kept(previous_counts: list[int], size: int) -> int:
     """The most partitions a count-balanced assignment of `size` partitions over these consumers can leave
     where they were: each keeps up to its quota, and the one-more quotas go to those that held more."""
     share, extra = divmod(size, len(previous_counts))
-    return sum(min(count, share) for count in previous_counts) + min(extra, sum(1 for c in previous_counts if c > share))
+    return sum(min(count, share) for count in previous_counts) + min(
+        extra, sum(1 for c in previous_counts if c > share)
+    )
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -29,25 +30,50 @@ def test_assign_from_a_file(tmp_path, capsys):
 
 
 def test_assign_from_stdin_with_dense_delta():
-    ran = subprocess.run([sys.executable, "-m", "app.cli", "assign", "-i", "-", "--dense"], input=json.dumps(REQUEST),
-                         capture_output=True, text=True, timeout=60)
+    ran = subprocess.run(
+        [sys.executable, "-m", "app.cli", "assign", "-i", "-", "--dense"],
+        input=json.dumps(REQUEST),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert ran.returncode == 0, ran.stderr
     delta = json.loads(ran.stdout)["delta"]
     assert len(delta["matrix"]) == len(delta["rows"]) and len(delta["matrix"][0]) == len(delta["columns"]) == 5
 
 
-@pytest.mark.parametrize(("text", "code"), [("{", "invalid_json"), ("[]", "invalid_request"),
-                                            (json.dumps({**REQUEST, "algorithm": "x"}), "unknown_algorithm")])
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("{", "invalid_json"),
+        ("[]", "invalid_request"),
+        (json.dumps({**REQUEST, "algorithm": "x"}), "unknown_algorithm"),
+    ],
+)
 def test_errors_exit_2_with_the_error_on_stderr(text, code):
-    ran = subprocess.run([sys.executable, "-m", "app.cli", "assign", "-i", "-"], input=text,
-                         capture_output=True, text=True, timeout=60)
+    ran = subprocess.run(
+        [sys.executable, "-m", "app.cli", "assign", "-i", "-"], input=text, capture_output=True, text=True, timeout=60
+    )
     assert ran.returncode == 2 and ran.stdout == ""
     assert json.loads(ran.stderr)["error"]["code"] == code
 
 
 def test_evaluate_json_on_the_reference_stream(reference_stream_path, capsys):
-    assert main(["evaluate", "--stream", str(reference_stream_path), "--capacity", "100",
-                 "--algorithms", "mwf,bfd", "--json"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--stream",
+                str(reference_stream_path),
+                "--capacity",
+                "100",
+                "--algorithms",
+                "mwf,bfd",
+                "--json",
+            ]
+        )
+        == 0
+    )
     results = json.loads(capsys.readouterr().out)["results"]
     assert set(results) == {"mwf", "bfd"}
     for r in results.values():
@@ -64,14 +90,30 @@ def test_evaluate_table(reference_stream_path, capsys):
 
 def test_generate_stream_is_deterministic_and_clipped(tmp_path):
     out = tmp_path / "s.json"
-    assert main(["generate-stream", "--partitions", "20", "--measurements", "50", "--delta", "25", "--seed", "4",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "generate-stream",
+                "--partitions",
+                "20",
+                "--measurements",
+                "50",
+                "--delta",
+                "25",
+                "--seed",
+                "4",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     stream = json.loads(out.read_text())
     assert stream == generate_stream(20, 50, 25, 4)
     assert stream != generate_stream(20, 50, 25, 5)
     rates = [r for m in stream for partitions in m.values() for r in partitions.values()]
     assert len(stream) == 50 and all(0 <= r <= 100 and r == int(r) for r in rates)
-    steps = [abs(b["topic-0"][p] - a["topic-0"][p]) for a, b in zip(stream, stream[1:]) for p in a["topic-0"]]
+    steps = [abs(b["topic-0"][p] - a["topic-0"][p]) for a, b in itertools.pairwise(stream) for p in a["topic-0"]]
     assert max(steps) <= 25
 
 

@@ -19,7 +19,9 @@ def run(name, rates, capacity=100.0, previous=None, members=None, topic="t"):
     keys = [(topic, p) for p in range(len(rates))]
     previous = {c: [(topic, p) for p in held] for c, held in (previous or {}).items()}
     outcome = solve(build_problem(keys, rates, None, capacity, previous, members), get_algorithm(name), None)
-    return {c: sorted(p for _, p in (outcome.problem.keys[j] for j in held)) for c, held in outcome.assignment.items()}, outcome
+    return {
+        c: sorted(p for _, p in (outcome.problem.keys[j] for j in held)) for c, held in outcome.assignment.items()
+    }, outcome
 
 
 # -- the model ------------------------------------------------------------------------------
@@ -57,7 +59,9 @@ def test_delta_cells_and_dense_matrix():
     assert full.rows == ["a", "c0"]
     assert full.dense() == [[0, -1], [0, 1]]
     sparse = outcome.delta()
-    assert sparse.rows == ["a", "c0"] and sparse.columns == [("t", 1)] and sorted(sparse.cells) == [(0, 0, -1), (1, 0, 1)]
+    assert (
+        sparse.rows == ["a", "c0"] and sparse.columns == [("t", 1)] and sorted(sparse.cells) == [(0, 0, -1), (1, 0, 1)]
+    )
     assert outcome.rscore == pytest.approx(0.6)
 
 

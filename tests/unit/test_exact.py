@@ -50,7 +50,9 @@ def test_exact_anti_collocation_and_oversized():
     assert partitions_of(out)[out.owner[2]] == [2]
     assert out.consumer_count == 3 and out.outputs["optimal"]
     # A set whose other member is above capacity costs nothing extra: that one sits alone anyway.
-    out = outcome_of("exact", [10, 10, 150], anti_collocation=[[{"topic": "t", "partition": 0}, {"topic": "t", "partition": 2}]])
+    out = outcome_of(
+        "exact", [10, 10, 150], anti_collocation=[[{"topic": "t", "partition": 0}, {"topic": "t", "partition": 2}]]
+    )
     assert out.consumer_count == 2 and out.outputs["consumers_bound"] == 2
     # Overlapping sets {0, 1} and {1, 2}: 1 alone, 0 and 2 together.
     chain = [[{"topic": "t", "partition": p} for p in pair] for pair in ((0, 1), (1, 2))]
@@ -107,7 +109,7 @@ rates_lists = st.lists(st.integers(1, 100), min_size=1, max_size=12)
 @given(rates=rates_lists, before=rates_lists)
 def test_exact_is_never_worse_than_a_heuristic_when_optimal(rates, before):
     # Integer rates and C = 100: the integer model is exactly the real one, so the comparison is fair.
-    previous = previous_of(outcome_of("bfd", before[: len(rates)] + rates[len(before):]))
+    previous = previous_of(outcome_of("bfd", before[: len(rates)] + rates[len(before) :]))
     previous = {c: [p for _, p in held] for c, held in previous.items()}
     exact = outcome_of("exact", rates, previous=previous, time_limit_ms=2000)
     assert martello_toth_l2(rates, 100) <= exact.consumer_count

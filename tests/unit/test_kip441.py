@@ -19,14 +19,18 @@ ACCEPTABLE = 10_000  # acceptable_recovery_lag's default
 def kip(members, previous, lags, tasks=3, stateless=(), **params):
     """Tasks T/1..T/tasks (plus stateless partitions S/n); lags: member → {task: lag}; previous: member → tasks."""
     keys = [("T", t) for t in range(1, tasks + 1)] + [("S", s) for s in stateless]
-    member_lags = {m: [{"topic": "T", "partition": t, "lag": lag} for t, lag in hosted.items()] for m, hosted in lags.items()}
+    member_lags = {
+        m: [{"topic": "T", "partition": t, "lag": lag} for t, lag in hosted.items()] for m, hosted in lags.items()
+    }
     previous = {m: [("T", t) if isinstance(t, int) else t for t in held] for m, held in previous.items()}
     problem = build_problem(keys, [1.0] * len(keys), None, 100, previous, members)
     algorithm = get_algorithm("kip441")
     raw = {"member_lags": member_lags, "stateless": [{"topic": "S", "partition": s} for s in stateless], **params}
     out = solve(problem, algorithm, algorithm.parse_params(raw))
-    view = {role: {m: sorted(p["partition"] for p in held) for m, held in out.outputs[role].items()}
-            for role in ("actives", "standbys", "warmups")}
+    view = {
+        role: {m: sorted(p["partition"] for p in held) for m, held in out.outputs[role].items()}
+        for role in ("actives", "standbys", "warmups")
+    }
     return out, view
 
 
@@ -133,8 +137,10 @@ def test_kip_needs_members_and_known_partitions():
 def groups(draw):
     tasks = draw(st.integers(1, 8))
     members = ["m1", "m2", "m3", "m4"][: draw(st.integers(1, 4))]
-    lags = {m: {t: draw(st.sampled_from([0, 5, 20_000, 90_000])) for t in range(1, tasks + 1) if draw(st.booleans())}
-            for m in members}
+    lags = {
+        m: {t: draw(st.sampled_from([0, 5, 20_000, 90_000])) for t in range(1, tasks + 1) if draw(st.booleans())}
+        for m in members
+    }
     previous = {}
     for t in range(1, tasks + 1):
         owner = draw(st.sampled_from(members + ["gone", None]))

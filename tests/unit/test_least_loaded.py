@@ -49,8 +49,9 @@ def test_least_loaded_respects_the_lag_dimension():
 
 
 def test_mu_and_w_sla_set_the_two_capacities():
-    out = outcome_of("least-loaded", [30, 30, 30], lags=[40, 40, 40], mu=50, w_sla=2, f_up=1.0, f_down=0.5,
-                     plan_rebalance_lag=False)
+    out = outcome_of(
+        "least-loaded", [30, 30, 30], lags=[40, 40, 40], mu=50, w_sla=2, f_up=1.0, f_down=0.5, plan_rebalance_lag=False
+    )
     # rate ≤ 50 and lag ≤ 100 per consumer: 30+30 > 50, so one partition each.
     assert out.consumer_count == 3
     assert out.outputs["rate_capacity"] == 50 and out.outputs["lag_capacity"] == 100
@@ -113,7 +114,9 @@ def test_least_loaded_rejects_inverted_factors():
 @given(problem=instances(), data=st.data(), w_sla=st.sampled_from([0.5, 5.0]), plan=st.booleans())
 def test_least_loaded_respects_both_dimensions(problem, data, w_sla, plan):
     lag_cap = problem.capacity * w_sla
-    lags = data.draw(st.lists(st.floats(0, lag_cap * 1.2, allow_nan=False), min_size=problem.size, max_size=problem.size))
+    lags = data.draw(
+        st.lists(st.floats(0, lag_cap * 1.2, allow_nan=False), min_size=problem.size, max_size=problem.size)
+    )
     problem = build_problem(problem.keys, problem.rates, lags, problem.capacity, problem.previous)
     algorithm = get_algorithm("least-loaded")
     params = algorithm.parse_params({"w_sla": w_sla, "plan_rebalance_lag": plan})

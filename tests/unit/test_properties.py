@@ -38,8 +38,9 @@ def instances(draw, with_members: bool = False):
             previous.setdefault(draw(st.sampled_from(consumers)), []).append(key)
     members = None
     if with_members:
-        members = draw(st.lists(st.sampled_from(["m1", "m2", "m3", "x", "c1", "m10"]), min_size=1, max_size=5,
-                                unique=True))
+        members = draw(
+            st.lists(st.sampled_from(["m1", "m2", "m3", "x", "c1", "m10"]), min_size=1, max_size=5, unique=True)
+        )
     return build_problem(keys, rates, None, capacity, previous, members)
 
 
@@ -77,7 +78,9 @@ def test_invariants_autoscale(name, problem):
     outcome = solve(problem, algorithm, params)
     check_invariants(problem, outcome, name)
     # Deterministic: the same input gives the same output.
-    again = solve(build_problem(problem.keys, problem.rates, None, problem.capacity, problem.previous), algorithm, params)
+    again = solve(
+        build_problem(problem.keys, problem.rates, None, problem.capacity, problem.previous), algorithm, params
+    )
     assert again.assignment == outcome.assignment
 
 

@@ -16,8 +16,22 @@ SMALL = [{"t": {"0": 60.0, "1": 50.0, "2": 30.0, "3": 20.0}}, {"t": {"0": 70.0, 
 
 
 def test_evaluate_with_latency_and_kd(reference_stream_path, capsys):
-    assert main(["evaluate", "--stream", str(reference_stream_path), "--capacity", "100", "--algorithms",
-                 "mwf,kd_15", "--latency", "--json"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--stream",
+                str(reference_stream_path),
+                "--capacity",
+                "100",
+                "--algorithms",
+                "mwf,kd_15",
+                "--latency",
+                "--json",
+            ]
+        )
+        == 0
+    )
     results = json.loads(capsys.readouterr().out)["results"]
     assert set(results["kd_15"]["latency"]) == {"p50", "p90", "p95", "p99", "max"}
     assert results["kd_15"]["avg_consumers"] == 15 and results["kd_15"]["avg_rscore"] == 0
@@ -47,24 +61,27 @@ def test_an_unbounded_latency_is_null_in_json_and_infinite_in_the_table(tmp_path
     assert capsys.readouterr().out.splitlines()[1].split()[-1] == "∞"
 
 
-@pytest.mark.parametrize("doc, code", [
-    ([], "invalid_request"),
-    ({"stream": SMALL, "capacity": 100, "extra": 1}, "invalid_request"),
-    ({"stream": [], "capacity": 100}, "invalid_request"),
-    ({"stream": [{"t": 5}], "capacity": 100}, "invalid_request"),
-    ({"stream": [{"t": {"0": "x"}}], "capacity": 100}, "invalid_rate"),
-    ({"stream": [{"t": {"0": True}}], "capacity": 100}, "invalid_rate"),
-    ({"stream": [{"t": {"0": -1}}], "capacity": 100}, "invalid_rate"),
-    ({"stream": [{"t": {"a": 1}}], "capacity": 100}, "invalid_request"),
-    ({"stream": SMALL, "capacity": 0}, "invalid_capacity"),
-    ({"stream": SMALL, "capacity": "100"}, "invalid_capacity"),
-    ({"stream": SMALL, "capacity": 100, "algorithms": []}, "invalid_request"),
-    ({"stream": SMALL, "capacity": 100, "algorithms": ["mwf", "nope"]}, "unknown_algorithm"),
-    ({"stream": SMALL, "capacity": 100, "latency": {"consumer_throughput": 0}}, "invalid_parameter"),
-    ({"stream": SMALL, "capacity": 100, "latency": {"speed": 1}}, "invalid_parameter"),
-    ({"stream": SMALL, "capacity": 100, "latency": {"iteration_s": "30"}}, "invalid_parameter"),
-    ({"stream": SMALL, "capacity": 100, "optimum": {"time_limit_ms": 1}}, "invalid_parameter"),
-])
+@pytest.mark.parametrize(
+    "doc, code",
+    [
+        ([], "invalid_request"),
+        ({"stream": SMALL, "capacity": 100, "extra": 1}, "invalid_request"),
+        ({"stream": [], "capacity": 100}, "invalid_request"),
+        ({"stream": [{"t": 5}], "capacity": 100}, "invalid_request"),
+        ({"stream": [{"t": {"0": "x"}}], "capacity": 100}, "invalid_rate"),
+        ({"stream": [{"t": {"0": True}}], "capacity": 100}, "invalid_rate"),
+        ({"stream": [{"t": {"0": -1}}], "capacity": 100}, "invalid_rate"),
+        ({"stream": [{"t": {"a": 1}}], "capacity": 100}, "invalid_request"),
+        ({"stream": SMALL, "capacity": 0}, "invalid_capacity"),
+        ({"stream": SMALL, "capacity": "100"}, "invalid_capacity"),
+        ({"stream": SMALL, "capacity": 100, "algorithms": []}, "invalid_request"),
+        ({"stream": SMALL, "capacity": 100, "algorithms": ["mwf", "nope"]}, "unknown_algorithm"),
+        ({"stream": SMALL, "capacity": 100, "latency": {"consumer_throughput": 0}}, "invalid_parameter"),
+        ({"stream": SMALL, "capacity": 100, "latency": {"speed": 1}}, "invalid_parameter"),
+        ({"stream": SMALL, "capacity": 100, "latency": {"iteration_s": "30"}}, "invalid_parameter"),
+        ({"stream": SMALL, "capacity": 100, "optimum": {"time_limit_ms": 1}}, "invalid_parameter"),
+    ],
+)
 def test_bad_documents_fail_with_a_stable_code(doc, code):
     with pytest.raises(AssignmentError) as error:
         evaluate_document(doc)
@@ -73,12 +90,30 @@ def test_bad_documents_fail_with_a_stable_code(doc, code):
 
 def test_the_document_and_the_command_give_the_same_figures(reference_stream_path, capsys):
     stream = load_stream(reference_stream_path)[:20]
-    doc = {"stream": stream, "capacity": 100, "algorithms": ["mwf", "bfd", "kd_15"],
-           "latency": {"consumer_throughput": 133, "iteration_s": 30, "rebalance_s": 5}}
+    doc = {
+        "stream": stream,
+        "capacity": 100,
+        "algorithms": ["mwf", "bfd", "kd_15"],
+        "latency": {"consumer_throughput": 133, "iteration_s": 30, "rebalance_s": 5},
+    }
     by_document = evaluate_document(doc)
     path = reference_stream_path.parent / "paper_stream_delta5.json"
-    assert main(["evaluate", "--stream", str(path), "--capacity", "100", "--algorithms", "mwf,bfd,kd_15",
-                 "--latency", "--json"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--stream",
+                str(path),
+                "--capacity",
+                "100",
+                "--algorithms",
+                "mwf,bfd,kd_15",
+                "--latency",
+                "--json",
+            ]
+        )
+        == 0
+    )
     full = json.loads(capsys.readouterr().out)
     assert set(by_document["results"]) == set(full["results"]) == {"mwf", "bfd", "kd_15"}
     assert by_document["results"]["mwf"]["consumers"] == full["results"]["mwf"]["consumers"][:20]
@@ -88,8 +123,24 @@ def test_consumers_against_the_exact_optimum(capsys, tmp_path):
     # 160 of rate in each measurement needs ≥ 2 consumers of C = 100; {60, 30} {50, 20} and {70, 30} {40, 20} fit.
     path = tmp_path / "small.json"
     path.write_text(json.dumps(SMALL))
-    assert main(["evaluate", "--stream", str(path), "--capacity", "100", "--algorithms", "nf,bfd", "--optimum",
-                 "--optimum-time-limit-ms", "200", "--json"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--stream",
+                str(path),
+                "--capacity",
+                "100",
+                "--algorithms",
+                "nf,bfd",
+                "--optimum",
+                "--optimum-time-limit-ms",
+                "200",
+                "--json",
+            ]
+        )
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     best = report["optimum"]
     assert best["consumers"] == best["consumers_bound"] == [2, 2] and best["proven"] == 2

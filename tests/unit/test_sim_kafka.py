@@ -46,7 +46,11 @@ def test_kd_n_equals_the_registered_roundrobin_on_a_stream_first_listed_in_order
     stream = load_stream(reference_stream_path)
     kd = run_named(stream, 100, "kd_15", keep=True)
     roundrobin = replay(stream, 100, "roundrobin", {"consumers": 15}, keep=True)
-    assert sorted(map(tuple, held(kd.outcomes[-1]).values())) == sorted(map(tuple, held(roundrobin.outcomes[-1]).values()))
+    assert sorted(map(tuple, held(kd.outcomes[-1]).values())) == sorted(
+        map(tuple, held(roundrobin.outcomes[-1]).values())
+    )
     assert roundrobin.rscore == kd.rscore == [0.0] * len(stream)
     model = LatencyModel(133, 30, 5)
-    assert segments(roundrobin.outcomes, model).quantile(0.99) == pytest.approx(segments(kd.outcomes, model).quantile(0.99))
+    assert segments(roundrobin.outcomes, model).quantile(0.99) == pytest.approx(
+        segments(kd.outcomes, model).quantile(0.99)
+    )

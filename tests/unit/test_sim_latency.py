@@ -90,8 +90,16 @@ def test_quantiles_match_per_byte_sampling():
     assert seg.histogram(edges).sum() == pytest.approx(seg.bytes - seg.count_at_most(0.0), rel=1e-9)
 
 
-@pytest.mark.parametrize("field, value", [("consumer_throughput", 0), ("iteration_s", -1), ("rebalance_s", -0.1),
-                                          ("consumer_throughput", math.nan), ("iteration_s", math.inf)])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("consumer_throughput", 0),
+        ("iteration_s", -1),
+        ("rebalance_s", -0.1),
+        ("consumer_throughput", math.nan),
+        ("iteration_s", math.inf),
+    ],
+)
 def test_model_parameters_are_checked(field, value):
     with pytest.raises(AssignmentError) as error:
         LatencyModel(**{field: value})

@@ -39,9 +39,32 @@ def test_stream_report_writes_a_page_with_plots_and_figures(reference_stream_pat
 
 def test_sweep_report(tmp_path):
     out = tmp_path / "g"
-    assert main(["report", "--generate", "--partitions", "20", "--measurements", "15", "--deltas", "0,25",
-                 "--algorithms", "mwf,nfd", "--out", str(out)]) == 0
-    for name in ("cbs_per_delta", "avg_rscore_per_delta", "avg_consumers_per_delta", "pareto_delta_0", "pareto_delta_25"):
+    assert (
+        main(
+            [
+                "report",
+                "--generate",
+                "--partitions",
+                "20",
+                "--measurements",
+                "15",
+                "--deltas",
+                "0,25",
+                "--algorithms",
+                "mwf,nfd",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    for name in (
+        "cbs_per_delta",
+        "avg_rscore_per_delta",
+        "avg_consumers_per_delta",
+        "pareto_delta_0",
+        "pareto_delta_25",
+    ):
         assert (out / f"{name}.png").exists()
     figures = json.loads((out / "results.json").read_text())
     assert set(figures) == {"0", "25"} and set(figures["25"]) == {"mwf", "nfd"}

@@ -29,7 +29,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.core.algorithm import Algorithm, Placement, get_algorithm, register
+from app.core.algorithm import Algorithm, Placement, register
+from app.core.algorithms.any_fit import any_fit
 from app.core.algorithms.naming import candidates, name_by_overlap
 from app.core.algorithms.params import PartitionRef
 from app.core.errors import AssignmentError
@@ -52,7 +53,7 @@ def place(problem: Problem, params: ExactParams) -> Placement:
     if problem.size == 0:
         return Placement({}, _outputs("OPTIMAL", 0, 0, "OPTIMAL", 0.0, 0.0, [0.0, 0.0], 0))
     sets = _anti_collocation(problem, params)
-    heuristic = get_algorithm("bfd").place(problem, None).assignment  # an upper bound and a first packing
+    heuristic = any_fit(problem, "best", decreasing=True).assignment  # an upper bound and a first packing
     weight = [math.ceil(rate / problem.capacity * RESOLUTION - 1e-9) for rate in problem.rates]
     budget = params.time_limit_ms / 1000
 
@@ -64,13 +65,29 @@ def place(problem: Problem, params: ExactParams) -> Placement:
     ended = time.perf_counter()
     return Placement(
         {c: sorted(held, key=problem.keys.__getitem__) for c, held in assignment.items()},
-        _outputs(status1, len(packing), bound1, status2, moved, bound2, [middle - started, ended - middle],
-                 sum(1 for held in heuristic.values() if held)),
+        _outputs(
+            status1,
+            len(packing),
+            bound1,
+            status2,
+            moved,
+            bound2,
+            [middle - started, ended - middle],
+            sum(1 for held in heuristic.values() if held),
+        ),
     )
 
 
-def _outputs(status1: str, consumers: int, bound1: int, status2: str, moved: float, bound2: float,
-             phase_times: list[float], heuristic_consumers: int) -> dict[str, Any]:
+def _outputs(
+    status1: str,
+    consumers: int,
+    bound1: int,
+    status2: str,
+    moved: float,
+    bound2: float,
+    phase_times: list[float],
+    heuristic_consumers: int,
+) -> dict[str, Any]:
     """Whether both phases are proven, each phase's bound and relative gap, and wall-clock seconds."""
     return {
         "optimal": status1 == "OPTIMAL" and status2 == "OPTIMAL",
@@ -117,8 +134,9 @@ def _check_size(problem: Problem, bins: int) -> None:
         )
 
 
-def _fewest_consumers(problem: Problem, weight: list[int], sets: list[list[int]], heuristic: dict[str, list[int]],
-                      seconds: float) -> tuple[str, list[list[int]], int, float]:
+def _fewest_consumers(
+    problem: Problem, weight: list[int], sets: list[list[int]], heuristic: dict[str, list[int]], seconds: float
+) -> tuple[str, list[list[int]], int, float]:
     """Phase 1, Eq. 3-7 on anonymous bins: (status, packing, lower bound, deterministic time used). When
     the solver finds nothing within its budget, the status is UNKNOWN and the packing the heuristic's."""
     from ortools.sat.python import cp_model
@@ -133,41 +151,42 @@ def _fewest_consumers(problem: Problem, weight: list[int], sets: list[list[int]]
     position = {j: p for p, j in enumerate(order)}
     # A feasible packing to start from (and the upper bound), its bins ordered as the symmetry breaking wants.
     start = _split_apart(_heuristic_packing(heuristic, packed), sets)
-    start.sort(key=lambda held: min(map(position.get, held)))
+    start.sort(key=lambda held: min(position[j] for j in held))
     upper = len(start)
-    lower = max(martello_toth_l2([weight[j] for j in order], capacity), max(map(len, sets), default=0),
-                min(1, len(order)))
+    lower = max(
+        martello_toth_l2([weight[j] for j in order], capacity), max(map(len, sets), default=0), min(1, len(order))
+    )
     if upper <= lower:
         return "OPTIMAL", alone + start, len(alone) + lower, 0.0
     _check_size(problem, upper)
     model = cp_model.CpModel()
     # Symmetry breaking: the p-th largest partition in one of bins 0..p.
-    x = {(j, b): model.NewBoolVar(f"x{j}_{b}") for p, j in enumerate(order) for b in range(min(p + 1, upper))}
-    used = [model.NewBoolVar(f"y{b}") for b in range(upper)]
+    x = {(j, b): model.new_bool_var(f"x{j}_{b}") for p, j in enumerate(order) for b in range(min(p + 1, upper))}
+    used = [model.new_bool_var(f"y{b}") for b in range(upper)]
     for j in order:
-        model.AddExactlyOne(x[j, b] for b in range(min(position[j] + 1, upper)))
+        model.add_exactly_one(x[j, b] for b in range(min(position[j] + 1, upper)))
     for b in range(upper):
         inside = [j for j in order if position[j] >= b]
-        model.Add(sum(weight[j] * x[j, b] for j in inside) <= capacity * used[b])  # Eq. 4
+        model.add(sum(weight[j] * x[j, b] for j in inside) <= capacity * used[b])  # Eq. 4
         for j in inside:
-            model.AddImplication(x[j, b], used[b])  # also for partitions of rate 0
+            model.add_implication(x[j, b], used[b])  # also for partitions of rate 0
         for members in sets:
-            model.AddAtMostOne(x[j, b] for j in members if (j, b) in x)
+            model.add_at_most_one(x[j, b] for j in members if (j, b) in x)
     for b in range(1, upper):
-        model.AddImplication(used[b], used[b - 1])  # bins in use form a prefix
-    model.Add(sum(used) >= lower)
+        model.add_implication(used[b], used[b - 1])  # bins in use form a prefix
+    model.add(sum(used) >= lower)
     _hint(model, x, used, {(j, b) for b, held in enumerate(start) for j in held})
-    model.Minimize(sum(used))  # Eq. 3
+    model.minimize(sum(used))  # Eq. 3
     solver = _solver(seconds)
-    status = solver.Solve(model)
+    status = solver.solve(model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return "UNKNOWN", alone + start, len(alone) + lower, solver.deterministic_time
     packing: list[list[int]] = [[] for _ in range(upper)]
     for (j, b), var in x.items():
-        if solver.Value(var):
+        if solver.value(var):
             packing[b].append(j)
     packing = alone + [held for held in packing if held]
-    bound = len(alone) + max(lower, math.ceil(solver.BestObjectiveBound() - 1e-9))
+    bound = len(alone) + max(lower, math.ceil(solver.best_objective_bound - 1e-9))
     proven = status == cp_model.OPTIMAL or len(packing) == bound
     return "OPTIMAL" if proven else "FEASIBLE", packing, bound, solver.deterministic_time
 
@@ -175,10 +194,10 @@ def _fewest_consumers(problem: Problem, weight: list[int], sets: list[list[int]]
 def _hint(model, x: dict[tuple[int, int], Any], used: list[Any], chosen: set[tuple[int, int]]) -> None:
     """A complete hint (every variable), which CP-SAT takes as its first solution at once."""
     for key, var in x.items():
-        model.AddHint(var, key in chosen)
+        model.add_hint(var, key in chosen)
     busy = {b for _, b in chosen}
     for b, var in enumerate(used):
-        model.AddHint(var, b in busy)
+        model.add_hint(var, b in busy)
 
 
 def martello_toth_l2(weights: list[int], capacity: int) -> int:
@@ -230,8 +249,9 @@ def _split_apart(packing: list[list[int]], sets: list[list[int]]) -> list[list[i
     return result
 
 
-def _least_migration(problem: Problem, weight: list[int], sets: list[list[int]], packing: list[list[int]],
-                     seconds: float) -> tuple[str, dict[str, list[int]], float, float]:
+def _least_migration(
+    problem: Problem, weight: list[int], sets: list[list[int]], packing: list[list[int]], seconds: float
+) -> tuple[str, dict[str, list[int]], float, float]:
     """Phase 2: len(packing) consumers named from the candidates, the least migrated rate (Rscore · C in
     units of C): (status, assignment, migrated rate over C, its lower bound)."""
     from ortools.sat.python import cp_model
@@ -247,36 +267,36 @@ def _least_migration(problem: Problem, weight: list[int], sets: list[list[int]],
     _check_size(problem, len(labels))
     n, capacity = problem.size, RESOLUTION
     model = cp_model.CpModel()
-    x = {(j, b): model.NewBoolVar(f"x{j}_{b}") for j in range(n) for b in range(len(labels))}
-    used = [model.NewBoolVar(f"y{b}") for b in range(len(labels))]
+    x = {(j, b): model.new_bool_var(f"x{j}_{b}") for j in range(n) for b in range(len(labels))}
+    used = [model.new_bool_var(f"y{b}") for b in range(len(labels))]
     for j in range(n):
-        model.AddExactlyOne(x[j, b] for b in range(len(labels)))
+        model.add_exactly_one(x[j, b] for b in range(len(labels)))
     small = [j for j in range(n) if weight[j] <= capacity]
     for b in range(len(labels)):
-        model.Add(sum(weight[j] * x[j, b] for j in small) <= capacity * used[b])
+        model.add(sum(weight[j] * x[j, b] for j in small) <= capacity * used[b])
         for j in range(n):
-            model.AddImplication(x[j, b], used[b])
+            model.add_implication(x[j, b], used[b])
             if weight[j] > capacity:  # an oversized partition sits alone
-                model.Add(sum(x[i, b] for i in range(n) if i != j) == 0).OnlyEnforceIf(x[j, b])
+                model.add(sum(x[i, b] for i in range(n) if i != j) == 0).OnlyEnforceIf(x[j, b])
         for members in sets:
-            model.AddAtMostOne(x[j, b] for j in members)
-    model.Add(sum(used) == count)
+            model.add_at_most_one(x[j, b] for j in members)
+    model.add(sum(used) == count)
     clean = [b for b, consumer in enumerate(labels) if not problem.previous_indices.get(consumer)]
     for a, b in pairwise(clean):  # ids that held nothing are interchangeable: use them in order
-        model.AddImplication(used[b], used[a])
+        model.add_implication(used[b], used[a])
     _hint(model, x, used, {(j, slot[consumer]) for consumer, held in start.items() for j in held})
-    kept = [(weight[j], x[j, slot[owner[j]]]) for j in range(n) if owner[j] in slot]
-    model.Minimize(movable - sum(w * var for w, var in kept))  # Eq. 11 times C
+    kept = [(weight[j], x[j, slot[c]]) for j, c in enumerate(owner) if c is not None and c in slot]
+    model.minimize(movable - sum(w * var for w, var in kept))  # Eq. 11 times C
     solver = _solver(seconds)
-    status = solver.Solve(model)
+    status = solver.solve(model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):  # the named phase 1 packing is an answer too
         moved = movable - sum(weight[j] for consumer, held in start.items() for j in held if owner[j] == consumer)
-        return solver.StatusName(status), start, moved / RESOLUTION, 0.0
+        return solver.status_name(status), start, moved / RESOLUTION, 0.0
     assignment: dict[str, list[int]] = {}
     for (j, b), var in x.items():
-        if solver.Value(var):
+        if solver.value(var):
             assignment.setdefault(labels[b], []).append(j)
-    moved, bound = round(solver.ObjectiveValue()), max(0, math.ceil(solver.BestObjectiveBound() - 1e-9))
+    moved, bound = round(solver.objective_value), max(0, math.ceil(solver.best_objective_bound - 1e-9))
     proven = status == cp_model.OPTIMAL or moved <= bound
     return "OPTIMAL" if proven else "FEASIBLE", assignment, moved / RESOLUTION, min(bound, moved) / RESOLUTION
 

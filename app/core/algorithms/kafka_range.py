@@ -6,7 +6,8 @@ from __future__ import annotations
 from itertools import groupby
 
 from app.core.algorithm import Algorithm, Placement, register
-from app.core.algorithms.kafka_roundrobin import FixedGroup, group_of
+from app.core.algorithms.naming import group_of
+from app.core.algorithms.params import FixedGroup
 from app.core.model import Problem
 
 
@@ -14,8 +15,8 @@ def range_assign(problem: Problem, params: FixedGroup) -> Placement:
     consumers = group_of(problem, params)
     assignment: dict[str, list[int]] = {c: [] for c in consumers}
     keys = problem.keys
-    for _, partitions in groupby(problem.key_order, key=lambda j: keys[j][0]):
-        partitions = list(partitions)
+    for _, topic_partitions in groupby(problem.key_order, key=lambda j: keys[j][0]):
+        partitions = list(topic_partitions)
         share, extra = divmod(len(partitions), len(consumers))
         start = 0
         for i, consumer in enumerate(consumers):

@@ -6,7 +6,8 @@ from __future__ import annotations
 import heapq
 
 from app.core.algorithm import Algorithm, Placement, register
-from app.core.algorithms.kafka_roundrobin import FixedGroup, group_of
+from app.core.algorithms.naming import group_of
+from app.core.algorithms.params import FixedGroup
 from app.core.model import Problem, consumer_sort_key
 
 

@@ -28,7 +28,8 @@ class StateLag(PartitionRef):
 class Kip441Params(BaseModel):
     model_config = ConfigDict(extra="forbid")
     member_lags: dict[str, list[StateLag]] = Field(
-        default_factory=dict, description="per member, its lag on the state of each partition it hosts (absent: not hosted)"
+        default_factory=dict,
+        description="per member, its lag on the state of each partition it hosts (absent: not hosted)",
     )
     stateless: list[PartitionRef] = Field(default_factory=list, description="partitions without state")
     acceptable_recovery_lag: float = Field(10_000, ge=0)
@@ -74,8 +75,9 @@ def place(problem: Problem, params: Kip441Params) -> Placement:
     load = {m: len(actives[m]) + len(warmups[m]) for m in members}
     for j in tasks:
         taken = {owner[j], warming.get(j)}
-        candidates = sorted((m for m in members if m not in taken),
-                            key=lambda m: (rank[j][m], load[m], consumer_sort_key(m)))
+        candidates = sorted(
+            (m for m in members if m not in taken), key=lambda m: (rank[j][m], load[m], consumer_sort_key(m))
+        )
         for m in candidates[: params.num_standbys]:
             standbys[m].append(j)
             load[m] += 1
@@ -92,16 +94,22 @@ def place(problem: Problem, params: Kip441Params) -> Placement:
     pending = any(warmups.values())
 
     def docs(groups: dict[str, list[int]]) -> dict[str, list[dict]]:
-        return {m: [{"topic": problem.keys[j][0], "partition": problem.keys[j][1]} for j in held] for m, held in groups.items()}
+        return {
+            m: [{"topic": problem.keys[j][0], "partition": problem.keys[j][1]} for j in held]
+            for m, held in groups.items()
+        }
 
     counts = [len(held) for held in actives.values()]
-    return Placement(assignment, {
-        "actives": docs(actives),
-        "standbys": docs(standbys),
-        "warmups": docs(warmups),
-        "balanced": max(counts, default=0) - min(counts, default=0) <= params.balance_factor,
-        "probing_rebalance_after_ms": params.probing_rebalance_interval_ms if pending else None,
-    })
+    return Placement(
+        assignment,
+        {
+            "actives": docs(actives),
+            "standbys": docs(standbys),
+            "warmups": docs(warmups),
+            "balanced": max(counts, default=0) - min(counts, default=0) <= params.balance_factor,
+            "probing_rebalance_after_ms": params.probing_rebalance_interval_ms if pending else None,
+        },
+    )
 
 
 def _ranks(problem: Problem, params: Kip441Params, members: list[str]) -> dict[int, dict[str, float]]:
@@ -120,12 +128,15 @@ def _ranks(problem: Problem, params: Kip441Params, members: list[str]) -> dict[i
 def _index_of(problem: Problem, ref: PartitionRef, where: str) -> int:
     j = problem.index.get((ref.topic, ref.partition))
     if j is None:
-        raise AssignmentError("invalid_parameter", f"{where} names {ref.topic}/{ref.partition}, not a partition of the request.")
+        raise AssignmentError(
+            "invalid_parameter", f"{where} names {ref.topic}/{ref.partition}, not a partition of the request."
+        )
     return j
 
 
-def _balanced(order: list[int], candidates: dict[int, list[str]], previous: dict[int, str], members: list[str],
-              ceiling: int) -> dict[str, list[int]]:
+def _balanced(
+    order: list[int], candidates: dict[int, list[str]], previous: dict[int, str], members: list[str], ceiling: int
+) -> dict[str, list[int]]:
     """Each task to its previous owner while under the ceiling, else to the candidate with the fewest
     tasks under the ceiling, else back to its previous owner, else the candidate with the fewest."""
     held: dict[str, list[int]] = {m: [] for m in members}
@@ -146,8 +157,9 @@ def _balanced(order: list[int], candidates: dict[int, list[str]], previous: dict
     return held
 
 
-def _converged(tasks: list[int], caught_up: dict[int, list[str]], previous: dict[int, str], members: list[str],
-               balance_factor: int) -> bool:
+def _converged(
+    tasks: list[int], caught_up: dict[int, list[str]], previous: dict[int, str], members: list[str], balance_factor: int
+) -> bool:
     """The previous actives are all on most-caught-up members and balanced within the factor."""
     if any(previous.get(j) not in caught_up[j] for j in tasks):
         return False

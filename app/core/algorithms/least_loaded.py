@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.core.algorithm import Algorithm, Placement, register
 from app.core.algorithms.naming import candidates, name_by_overlap
-from app.core.model import Problem
+from app.core.model import Problem, within
 
 
 class LeastLoadedParams(BaseModel):
@@ -36,8 +36,9 @@ class LeastLoadedParams(BaseModel):
         return self
 
 
-def least_loaded(rates: Sequence[float], lags: Sequence[float], order: list[int], rate_cap: float,
-                 lag_cap: float, start: int) -> list[list[int]]:
+def least_loaded(
+    rates: Sequence[float], lags: Sequence[float], order: list[int], rate_cap: float, lag_cap: float, start: int
+) -> list[list[int]]:
     """Least-Loaded with `start` bins, one more each time a partition fits nowhere. An empty bin takes
     any partition, so n bins always suffice."""
     bins = max(1, start)
@@ -49,8 +50,7 @@ def least_loaded(rates: Sequence[float], lags: Sequence[float], order: list[int]
             skipped = []
             while heap:
                 load, b = heapq.heappop(heap)
-                if not held[b] or (load + rates[j] <= rate_cap * (1 + 1e-12)
-                                   and lag_load[b] + lags[j] <= lag_cap * (1 + 1e-12)):
+                if not held[b] or (within(load + rates[j], rate_cap) and within(lag_load[b] + lags[j], lag_cap)):
                     held[b].append(j)
                     lag_load[b] += lags[j]
                     heapq.heappush(heap, (load + rates[j], b))
@@ -100,8 +100,8 @@ def place(problem: Problem, params: LeastLoadedParams) -> Placement:
     def violates(f: float) -> bool:
         """assignmentViolatesTheSLA(f): Eq. 4 at f for some consumer, or a partition nobody in G_current holds."""
         return owned < problem.size or any(
-            sum(lags[j] for j in held) > mu * params.w_sla * f * (1 + 1e-12)
-            or sum(rates[j] for j in held) > mu * f * (1 + 1e-12)
+            not within(sum(lags[j] for j in held), mu * params.w_sla * f)
+            or not within(sum(rates[j] for j in held), mu * f)
             for held in current.values()
         )
 
@@ -128,13 +128,16 @@ def place(problem: Problem, params: LeastLoadedParams) -> Placement:
         assignment = current
     else:
         assignment = name_by_overlap(problem, packing, candidates(problem, len(packing)))
-    return Placement(assignment, {
-        "scale_action": action,
-        "consumers_before": len(current),
-        "consumers_after": sum(1 for held in assignment.values() if held),
-        "rate_capacity": mu * params.f_up,
-        "lag_capacity": mu * params.w_sla * params.f_up,
-    })
+    return Placement(
+        assignment,
+        {
+            "scale_action": action,
+            "consumers_before": len(current),
+            "consumers_after": sum(1 for held in assignment.values() if held),
+            "rate_capacity": mu * params.f_up,
+            "lag_capacity": mu * params.w_sla * params.f_up,
+        },
+    )
 
 
 register(

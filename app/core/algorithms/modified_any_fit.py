@@ -9,6 +9,8 @@ fit rule largest first, new consumers by h(j,k).
 
 from __future__ import annotations
 
+from functools import partial
+
 from app.core.algorithm import Algorithm, NoParams, Placement, register
 from app.core.bins import FIT_RULES
 from app.core.model import Problem, consumer_sort_key
@@ -45,6 +47,10 @@ def modified_any_fit(problem: Problem, fit: str, sort: str) -> Placement:
     return Placement(bins.assignment())
 
 
+def _place(problem: Problem, _params: NoParams, fit: str, sort: str) -> Placement:
+    return modified_any_fit(problem, fit, sort)
+
+
 _TABLE_II = {
     "mwf": ("worst", "cumulative", "Modified Worst Fit: consumers by cumulative rate"),
     "mbf": ("best", "cumulative", "Modified Best Fit: consumers by cumulative rate"),
@@ -57,7 +63,7 @@ for _name, (_fit, _sort, _title) in _TABLE_II.items():
         Algorithm(
             name=_name,
             description=f"{_title}; migrates small partitions, keeps large ones (Landau et al. Algorithm 1).",
-            place=lambda problem, _params, fit=_fit, sort=_sort: modified_any_fit(problem, fit, sort),
+            place=partial(_place, fit=_fit, sort=_sort),
             params=NoParams,
             source="Landau et al. 2024, §IV-B, Algorithm 1, Table II",
         )

@@ -4,7 +4,9 @@ can stay put does, and the other bins get the remaining ids (f(k), Eq. 12)."""
 
 from __future__ import annotations
 
+from app.core.algorithms.params import FixedGroup
 from app.core.bins import ConsumerPool
+from app.core.errors import AssignmentError
 from app.core.model import Problem, consumer_sort_key, sorted_consumers
 
 
@@ -27,8 +29,9 @@ def name_by_overlap(problem: Problem, packing: list[list[int]], ids: list[str]) 
     overlap: dict[tuple[int, str], float] = {}
     for b, held in enumerate(packing):
         for j in held:
-            if owner[j] is not None:
-                overlap[b, owner[j]] = overlap.get((b, owner[j]), 0.0) + rates[j]
+            consumer = owner[j]
+            if consumer is not None:
+                overlap[b, consumer] = overlap.get((b, consumer), 0.0) + rates[j]
     allowed = set(ids)
     names: dict[int, str] = {}
     by_overlap = sorted(overlap.items(), key=lambda item: (-item[1], item[0][0], consumer_sort_key(item[0][1])))
@@ -38,3 +41,14 @@ def name_by_overlap(problem: Problem, packing: list[list[int]], ids: list[str]) 
             allowed.discard(consumer)
     free = iter(c for c in ids if c in allowed)
     return {names[b] if b in names else next(free): held for b, held in enumerate(packing) if held}
+
+
+def group_of(problem: Problem, params: FixedGroup) -> list[str]:
+    """The consumers a fixed-size assignor deals to, in id order."""
+    if problem.members is not None and params.consumers is not None:
+        raise AssignmentError(
+            "invalid_parameter", "'consumers' sizes a group without members; with 'members' the members are the group."
+        )
+    previous = [c for c, held in problem.previous_indices.items() if held]
+    count = params.consumers or len(previous) or max(1, problem.lower_bound)
+    return sorted_consumers(ConsumerPool(problem.members).open_group(previous, count))

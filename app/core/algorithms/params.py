@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class PartitionRef(BaseModel):
@@ -11,3 +11,11 @@ class PartitionRef(BaseModel):
     model_config = ConfigDict(extra="forbid")
     topic: str
     partition: int
+
+
+class FixedGroup(BaseModel):
+    """Without members: how many consumers (default: as many as the previous assignment had, or the
+    lower bound ⌈Σ rate / C⌉ for a new group)."""
+
+    model_config = ConfigDict(extra="forbid")
+    consumers: int | None = Field(None, ge=1, le=100_000)

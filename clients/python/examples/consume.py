@@ -26,8 +26,13 @@ async def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO)
     assignor = groupfit_assignor(args.service, args.group, args.identity, args.capacity, args.algorithm)
-    consumer = AIOKafkaConsumer(args.topic, bootstrap_servers=args.bootstrap, group_id=args.group,
-                                partition_assignment_strategy=(assignor,), session_timeout_ms=10_000)
+    consumer = AIOKafkaConsumer(
+        args.topic,
+        bootstrap_servers=args.bootstrap,
+        group_id=args.group,
+        partition_assignment_strategy=(assignor,),
+        session_timeout_ms=10_000,
+    )
     await consumer.start()
     try:
         async for record in consumer:

@@ -58,8 +58,12 @@ class Member:
         try:
             data = json.loads(meta.user_data)
             capacity = data.get("capacity")
-            return cls(str(data["id"]), float(capacity) if capacity else None,
-                       frozenset((t, p) for t, p in data.get("owned", ())), int(data.get("generation", -1)))
+            return cls(
+                str(data["id"]),
+                float(capacity) if capacity else None,
+                frozenset((t, p) for t, p in data.get("owned", ())),
+                int(data.get("generation", -1)),
+            )
         except (ValueError, KeyError, TypeError):
             return cls(member_id, None, frozenset(), -1)  # no groupfit metadata: known by its member id
 
@@ -104,7 +108,9 @@ def groupfit_assignor(
                 cls.generation = -1
 
         @classmethod
-        def assign(cls, cluster: Any, members: Mapping[str, ConsumerProtocolMemberMetadata]) -> dict[str, ConsumerProtocolMemberAssignment]:
+        def assign(
+            cls, cluster: Any, members: Mapping[str, ConsumerProtocolMemberMetadata]
+        ) -> dict[str, ConsumerProtocolMemberAssignment]:
             decoded = _distinct({member_id: Member.decode(member_id, meta) for member_id, meta in members.items()})
             identities = sorted(m.identity for m in decoded.values())
             topics = sorted({t for meta in members.values() for t in meta.subscription})
@@ -112,19 +118,34 @@ def groupfit_assignor(
             advertised = [m.capacity for m in decoded.values() if m.capacity]
             started = time.perf_counter()
             try:
-                owner = _ask_service(client, group, algorithm, min(advertised, default=capacity), deadline_s, rates,
-                                     identities, partitions)
+                owner = _ask_service(
+                    client,
+                    group,
+                    algorithm,
+                    min(advertised, default=capacity),
+                    deadline_s,
+                    rates,
+                    identities,
+                    partitions,
+                )
                 cls.last_source = "service"
-            except Exception as exc:  # noqa: BLE001 - any failure falls back; the rebalance must go on
+            except Exception as exc:
                 log.warning("groupfit gave no usable assignment (%s: %s); assigning locally", type(exc).__name__, exc)
                 owner = sticky_fallback(identities, partitions, reported_owners(decoded.values()))
                 cls.last_source = "fallback"
-            log.info("assigned %d partitions to %d members via %s in %.1f ms", len(partitions), len(members),
-                     cls.last_source, (time.perf_counter() - started) * 1000)
+            log.info(
+                "assigned %d partitions to %d members via %s in %.1f ms",
+                len(partitions),
+                len(members),
+                cls.last_source,
+                (time.perf_counter() - started) * 1000,
+            )
             by_identity: dict[str, dict[str, list[int]]] = {i: {} for i in identities}
             for (topic, partition), member in owner.items():
                 by_identity[member].setdefault(topic, []).append(partition)
-            user_data = json.dumps({"generation": max((m.generation for m in decoded.values()), default=-1) + 1}).encode()
+            user_data = json.dumps(
+                {"generation": max((m.generation for m in decoded.values()), default=-1) + 1}
+            ).encode()
             return {
                 member_id: ConsumerProtocolMemberAssignment(
                     cls.version, sorted((t, sorted(ps)) for t, ps in by_identity[member.identity].items()), user_data
@@ -150,8 +171,16 @@ def _distinct(members: dict[str, Member]) -> dict[str, Member]:
     return result
 
 
-def _ask_service(client: GroupfitClient, group: str, algorithm: str, capacity: float, deadline_s: float,
-                 rates: RatesFn | None, identities: list[str], partitions: list[TopicPartition]) -> dict[TopicPartition, str]:
+def _ask_service(
+    client: GroupfitClient,
+    group: str,
+    algorithm: str,
+    capacity: float,
+    deadline_s: float,
+    rates: RatesFn | None,
+    identities: list[str],
+    partitions: list[TopicPartition],
+) -> dict[TopicPartition, str]:
     """The service's assignment, partition → identity, within the deadline (rates read included)."""
     deadline = time.monotonic() + deadline_s
     client.http.timeout = deadline_s
@@ -174,14 +203,23 @@ def _ask_service(client: GroupfitClient, group: str, algorithm: str, capacity: f
     if remaining <= 0:
         raise TimeoutError("the deadline passed while reading rates")
     client.http.timeout = remaining
-    answer = client.assign({
-        "algorithm": algorithm,
-        "capacity": capacity,
-        "group": group,
-        "members": identities,
-        "partitions": [{"topic": t, "partition": p, "rate": float(known.get((t, p), 0.0)),
-                        **({"lag": lags[t, p]} if (t, p) in lags else {})} for t, p in partitions],
-    })
+    answer = client.assign(
+        {
+            "algorithm": algorithm,
+            "capacity": capacity,
+            "group": group,
+            "members": identities,
+            "partitions": [
+                {
+                    "topic": t,
+                    "partition": p,
+                    "rate": float(known.get((t, p), 0.0)),
+                    **({"lag": lags[t, p]} if (t, p) in lags else {}),
+                }
+                for t, p in partitions
+            ],
+        }
+    )
     owner = {(p["topic"], p["partition"]): member for member, held in answer["assignment"].items() for p in held}
     strangers = set(owner.values()) - set(identities)
     if strangers or sorted(owner) != partitions:
@@ -198,7 +236,9 @@ def reported_owners(members: Iterable[Member]) -> dict[TopicPartition, str]:
     return owner
 
 
-def sticky_fallback(members: list[str], partitions: list[TopicPartition], last_owner: Mapping[TopicPartition, str]) -> dict[TopicPartition, str]:
+def sticky_fallback(
+    members: list[str], partitions: list[TopicPartition], last_owner: Mapping[TopicPartition, str]
+) -> dict[TopicPartition, str]:
     """Counts differ by at most one; a partition stays with its last owner while that owner is under its
     share (a local stand-in for the service, used only when it cannot be reached)."""
     share, extra = divmod(len(partitions), len(members))

@@ -46,8 +46,9 @@ def _control_consumer(bootstrap: str, control_topic: str) -> Any:
     from confluent_kafka import Consumer
     from confluent_kafka import TopicPartition as KafkaTP
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"control-{uuid.uuid4().hex}",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"control-{uuid.uuid4().hex}", "enable.auto.commit": False}
+    )
     _, end = consumer.get_watermark_offsets(KafkaTP(control_topic, 0), timeout=10)
     consumer.assign([KafkaTP(control_topic, 0, end)])
     return consumer
@@ -70,13 +71,26 @@ def _publish(producer: Any, control_topic: str, body: dict[str, Any]) -> None:
 
 
 class ControlledConsumer:
-    def __init__(self, consumer_id: str, bootstrap: str, topic: str, group: str, control_topic: str,
-                 handle: Callable[[Any], None]) -> None:
+    def __init__(
+        self,
+        consumer_id: str,
+        bootstrap: str,
+        topic: str,
+        group: str,
+        control_topic: str,
+        handle: Callable[[Any], None],
+    ) -> None:
         from confluent_kafka import Consumer
 
         self.id, self.topic, self.control_topic, self.handle = consumer_id, topic, control_topic, handle
-        self.data = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                              "auto.offset.reset": "earliest"})
+        self.data = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+            }
+        )
         self.control = _control_consumer(bootstrap, control_topic)
         self.producer = _producer(bootstrap)
         self.owned: set[TopicPartition] = set()
@@ -126,13 +140,23 @@ class ControlledConsumer:
                 from confluent_kafka import TopicPartition as KafkaTP
 
                 committed = self.data.committed(self._kafka_partitions(starting), timeout=10)
-                self.data.incremental_assign([KafkaTP(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING)
-                                              for tp in committed])
+                self.data.incremental_assign(
+                    [
+                        KafkaTP(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING)
+                        for tp in committed
+                    ]
+                )
                 self.owned |= starting
             elif command["type"] == "quit" and not self.owned:
                 self.quitting = True
-            self._send({"type": "ack" if command["type"] != "sync" else "state", "consumer": self.id,
-                        "command_id": command.get("command_id"), "partitions": sorted(self.owned)})
+            self._send(
+                {
+                    "type": "ack" if command["type"] != "sync" else "state",
+                    "consumer": self.id,
+                    "command_id": command.get("command_id"),
+                    "partitions": sorted(self.owned),
+                }
+            )
 
     def _send(self, body: dict[str, Any]) -> None:
         _publish(self.producer, self.control_topic, body)
@@ -156,7 +180,9 @@ class ConsumerProcesses(ABC):
 
 
 class LocalProcesses(ConsumerProcesses):
-    def __init__(self, bootstrap: str, topic: str, group: str, control_topic: str, record_log: str | None = None) -> None:
+    def __init__(
+        self, bootstrap: str, topic: str, group: str, control_topic: str, record_log: str | None = None
+    ) -> None:
         self.args = ["--bootstrap", bootstrap, "--topic", topic, "--group", group, "--control-topic", control_topic]
         if record_log:
             self.args += ["--record-log", record_log]
@@ -165,7 +191,8 @@ class LocalProcesses(ConsumerProcesses):
     def create(self, consumer_id: str) -> None:
         self.delete(consumer_id)  # one process per id, even if an earlier one died
         self.processes[consumer_id] = subprocess.Popen(
-            [sys.executable, "-m", "groupfit_client.controller", "consumer", "--id", consumer_id, *self.args])
+            [sys.executable, "-m", "groupfit_client.controller", "consumer", "--id", consumer_id, *self.args]
+        )
 
     def delete(self, consumer_id: str) -> None:
         process = self.processes.pop(consumer_id, None)
@@ -182,9 +209,19 @@ class LocalProcesses(ConsumerProcesses):
 
 
 class Controller:
-    def __init__(self, service: GroupfitClient, bootstrap: str, topic: str, group: str, control_topic: str,
-                 processes: ConsumerProcesses, capacity: float, algorithm: str = "mwf", period_s: float = 60.0,
-                 ack_timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        service: GroupfitClient,
+        bootstrap: str,
+        topic: str,
+        group: str,
+        control_topic: str,
+        processes: ConsumerProcesses,
+        capacity: float,
+        algorithm: str = "mwf",
+        period_s: float = 60.0,
+        ack_timeout_s: float = 30.0,
+    ) -> None:
         self.service, self.topic, self.group, self.control_topic = service, topic, group, control_topic
         self.processes, self.capacity, self.algorithm = processes, capacity, algorithm
         self.period_s, self.ack_timeout_s = period_s, ack_timeout_s
@@ -224,11 +261,17 @@ class Controller:
         rates = {(p["topic"], p["partition"]): p["rate"] for p in stored["partitions"]}
         if not self.needs_reassign(rates):
             return False
-        answer = self.service.assign_idempotent({
-            "algorithm": self.algorithm, "capacity": self.capacity, "group": self.group,
-            "partitions": [{"topic": t, "partition": p, "rate": r} for (t, p), r in sorted(rates.items())],
-            "previous": {c: [{"topic": t, "partition": p} for t, p in sorted(held)] for c, held in self.state.items() if held},
-        })
+        answer = self.service.assign_idempotent(
+            {
+                "algorithm": self.algorithm,
+                "capacity": self.capacity,
+                "group": self.group,
+                "partitions": [{"topic": t, "partition": p, "rate": r} for (t, p), r in sorted(rates.items())],
+                "previous": {
+                    c: [{"topic": t, "partition": p} for t, p in sorted(held)] for c, held in self.state.items() if held
+                },
+            }
+        )
         self.last_reassign = time.monotonic()
         return self.apply({c: {(p["topic"], p["partition"]) for p in held} for c, held in answer["assignment"].items()})
 
@@ -269,7 +312,9 @@ class Controller:
         for consumer, parts in partitions.items():
             command_id = uuid.uuid4().hex
             pending[command_id] = consumer
-            self._send_command({"type": kind, "consumer": consumer, "command_id": command_id, "partitions": sorted(parts)})
+            self._send_command(
+                {"type": kind, "consumer": consumer, "command_id": command_id, "partitions": sorted(parts)}
+            )
         answered: dict[str, list] = {}
         deadline = time.monotonic() + self.ack_timeout_s
         while pending and time.monotonic() < deadline:
@@ -298,7 +343,7 @@ class Controller:
         while True:
             try:
                 self.step()
-            except Exception as exc:  # noqa: BLE001 - the loop survives a failed round; the next retries
+            except Exception as exc:
                 log.warning("controller round failed: %s", exc)
             time.sleep(interval_s)
 
@@ -320,15 +365,26 @@ def _controller_main(args: argparse.Namespace) -> None:
     # Consumers outlive the controller on purpose: a restarted controller finds them by Synchronize.
     processes = LocalProcesses(args.bootstrap, args.topic, args.group, args.control_topic)
     with GroupfitClient(args.service) as service:
-        Controller(service, args.bootstrap, args.topic, args.group, args.control_topic, processes, args.capacity,
-                   args.algorithm, args.period_s).run(args.interval_s)
+        Controller(
+            service,
+            args.bootstrap,
+            args.topic,
+            args.group,
+            args.control_topic,
+            processes,
+            args.capacity,
+            args.algorithm,
+            args.period_s,
+        ).run(args.interval_s)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m groupfit_client.controller")
     sub = parser.add_subparsers(dest="role", required=True)
-    roles = {"controller": sub.add_parser("controller", help="the controller loop, with consumers as local processes"),
-             "consumer": sub.add_parser("consumer", help="a consumer the controller commands")}
+    roles = {
+        "controller": sub.add_parser("controller", help="the controller loop, with consumers as local processes"),
+        "consumer": sub.add_parser("consumer", help="a consumer the controller commands"),
+    }
     for role in roles.values():
         role.add_argument("--bootstrap", required=True)
         role.add_argument("--topic", required=True)

@@ -46,8 +46,14 @@ class _Calls:
 
 
 class GroupfitClient:
-    def __init__(self, base_url: str, timeout: float = 5.0, retries: int = 3, backoff_s: float = 0.2,
-                 transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        timeout: float = 5.0,
+        retries: int = 3,
+        backoff_s: float = 0.2,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
         self.http = httpx.Client(base_url=base_url, timeout=timeout, transport=transport)
         self.retries, self.backoff_s = retries, backoff_s
 
@@ -73,7 +79,9 @@ class GroupfitClient:
             time.sleep(self.backoff_s * 2**attempt)
         raise AssertionError("unreachable")
 
-    def assign(self, request: dict[str, Any], dense: bool = False, idempotency_key: str | None = None) -> dict[str, Any]:
+    def assign(
+        self, request: dict[str, Any], dense: bool = False, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
         """POST /v1/assign. With a `group`, pass an idempotency_key (or use assign_idempotent) to allow retries."""
         method, path, params, headers, safe = _Calls.assign(request, dense, idempotency_key)
         return self._call(method, path, safe, json=request, params=params, headers=headers)
@@ -94,7 +102,9 @@ class GroupfitClient:
         self._call("DELETE", f"/v1/groups/{group}", True)
 
     def put_rates(self, group: str, partitions: list[dict[str, Any]], window_end: str) -> dict[str, Any]:
-        return self._call("PUT", f"/v1/groups/{group}/rates", True, json={"partitions": partitions, "window_end": window_end})
+        return self._call(
+            "PUT", f"/v1/groups/{group}/rates", True, json={"partitions": partitions, "window_end": window_end}
+        )
 
     def rates(self, group: str) -> dict[str, Any]:
         return self._call("GET", f"/v1/groups/{group}/rates", True)
@@ -113,8 +123,14 @@ class GroupfitClient:
 
 
 class AsyncGroupfitClient:
-    def __init__(self, base_url: str, timeout: float = 5.0, retries: int = 3, backoff_s: float = 0.2,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        timeout: float = 5.0,
+        retries: int = 3,
+        backoff_s: float = 0.2,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
         self.http = httpx.AsyncClient(base_url=base_url, timeout=timeout, transport=transport)
         self.retries, self.backoff_s = retries, backoff_s
 
@@ -140,7 +156,9 @@ class AsyncGroupfitClient:
             await asyncio.sleep(self.backoff_s * 2**attempt)
         raise AssertionError("unreachable")
 
-    async def assign(self, request: dict[str, Any], dense: bool = False, idempotency_key: str | None = None) -> dict[str, Any]:
+    async def assign(
+        self, request: dict[str, Any], dense: bool = False, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
         method, path, params, headers, safe = _Calls.assign(request, dense, idempotency_key)
         return await self._call(method, path, safe, json=request, params=params, headers=headers)
 
@@ -163,7 +181,9 @@ class AsyncGroupfitClient:
         return await self._call("GET", f"/v1/groups/{group}/rates", True)
 
     async def put_rates(self, group: str, partitions: list[dict[str, Any]], window_end: str) -> dict[str, Any]:
-        return await self._call("PUT", f"/v1/groups/{group}/rates", True, json={"partitions": partitions, "window_end": window_end})
+        return await self._call(
+            "PUT", f"/v1/groups/{group}/rates", True, json={"partitions": partitions, "window_end": window_end}
+        )
 
 
 def _result(response: httpx.Response) -> Any:

@@ -82,7 +82,9 @@ class EmbeddedKafka:
 
     def __init__(self, port: int | None = None, log_path: str | Path | None = None) -> None:
         self.port = port or free_port()
-        self.log_path = Path(log_path) if log_path else Path(tempfile.mkstemp(prefix="groupfit-tansu-", suffix=".log")[1])
+        self.log_path = (
+            Path(log_path) if log_path else Path(tempfile.mkstemp(prefix="groupfit-tansu-", suffix=".log")[1])
+        )
         self._process: subprocess.Popen | None = None
 
     @property

@@ -5,8 +5,8 @@
                                    # groupfit assignor; a refreshing view; Ctrl-C stops everything
     groupfit demo --check 180      # the same for at most 180 s; exit 0 once the service has rebalanced
                                    # the group with rates measured by the job, 1 otherwise
-    python -m app.demo produce …   # the demo producer alone (docker-compose)
-    python -m app.demo consume …   # the demo consumer group alone (docker-compose)
+    python -m app.local.demo produce …   # the demo producer alone (docker-compose)
+    python -m app.local.demo consume …   # the demo consumer group alone (docker-compose)
 
 A consumer group only rebalances when its membership changes, so the demo's last member leaves and joins
 again every --rejoin-s seconds: each time the leader asks groupfit with the latest measured rates.
@@ -40,7 +40,7 @@ CAPACITY = 750.0
 
 def target_rates(elapsed: float) -> dict[int, float]:
     """Skewed bytes/s per partition, each drifting on its own phase so the best assignment keeps changing."""
-    return {p: 300.0 * (0.75 ** p) * (1.4 + math.sin(elapsed / 40 + p)) for p in range(PARTITIONS)}
+    return {p: 300.0 * (0.75**p) * (1.4 + math.sin(elapsed / 40 + p)) for p in range(PARTITIONS)}
 
 
 def produce(bootstrap: str, topic: str, stop: threading.Event) -> None:
@@ -71,8 +71,15 @@ def create_topic(bootstrap: str, topic: str) -> None:
             future.result(30)
 
 
-async def consume(bootstrap: str, topic: str, group: str, service_url: str, members: int, stop: asyncio.Event,
-                  rejoin_s: float = REJOIN_S) -> None:
+async def consume(
+    bootstrap: str,
+    topic: str,
+    group: str,
+    service_url: str,
+    members: int,
+    stop: asyncio.Event,
+    rejoin_s: float = REJOIN_S,
+) -> None:
     """`members` consumers with the groupfit assignor; every `rejoin_s` the last one leaves and joins again,
     which makes the leader ask the service for a new assignment."""
     from aiokafka import AIOKafkaConsumer
@@ -82,9 +89,15 @@ async def consume(bootstrap: str, topic: str, group: str, service_url: str, memb
 
     def member(i: int) -> AIOKafkaConsumer:
         assignor = groupfit_assignor(service_url, group, f"consumer-{i}", capacity=CAPACITY)
-        return AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="latest",
-                                partition_assignment_strategy=(assignor,), session_timeout_ms=6000,
-                                heartbeat_interval_ms=1000)
+        return AIOKafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            auto_offset_reset="latest",
+            partition_assignment_strategy=(assignor,),
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=1000,
+        )
 
     consumers = [member(i) for i in range(1, members + 1)]
     for consumer in consumers:
@@ -123,8 +136,10 @@ def view(service_url: str, group: str) -> tuple[str, dict]:
         body = state.json()
         facts["version"], facts["assigned_at"] = body["version"], body["updated_at"]
         last = history.json()["versions"][0] if history.status_code == 200 else {}
-        lines.append(f"rebalances by the service: {body['version']}   last Rscore: {last.get('rscore', 0):.3f}   "
-                     f"capacity: {body['capacity']:g} B/s")
+        lines.append(
+            f"rebalances by the service: {body['version']}   last Rscore: {last.get('rscore', 0):.3f}   "
+            f"capacity: {body['capacity']:g} B/s"
+        )
         lines.append("")
         for consumer, held in sorted(body["assignment"].items()):
             load = sum(rate.get((p["topic"], p["partition"]), 0.0) for p in held)
@@ -140,27 +155,58 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def run_demo(check_seconds: float | None, rejoin_s: float = REJOIN_S) -> int:
-    from app.embedded import EmbeddedKafka, EmbeddedRedis, free_port, wait_for_port
+    from app.local.servers import EmbeddedKafka, EmbeddedRedis, free_port, wait_for_port
 
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops everything too, like Ctrl-C (while starting)
     work = Path(tempfile.mkdtemp(prefix="groupfit-demo-"))
     processes: list[subprocess.Popen] = []
     stop = threading.Event()
     status = 1
-    with (EmbeddedRedis(data_dir=work / "redis") as redis, EmbeddedKafka(log_path=work / "broker.log") as kafka,
-          open(work / "processes.log", "ab") as log):
+    with (
+        EmbeddedRedis(data_dir=work / "redis") as redis,
+        EmbeddedKafka(log_path=work / "broker.log") as kafka,
+        open(work / "processes.log", "ab") as log,
+    ):
         port = free_port()
         service_url = f"http://127.0.0.1:{port}"
         env = {**os.environ, "REDIS_URL": redis.url, "GROUPFIT_PORT": str(port), "GROUPFIT_LOG_LEVEL": "WARNING"}
         try:
-            processes.append(subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], env=env, stdout=log, stderr=log))
+            processes.append(
+                subprocess.Popen([sys.executable, "-m", "app.cli", "serve"], env=env, stdout=log, stderr=log)
+            )
             wait_for_port("127.0.0.1", port, 30)
             create_topic(kafka.bootstrap_servers, TOPIC)
-            processes.append(subprocess.Popen(
-                [sys.executable, "-m", "app.cli", "rates-job", "--bootstrap-servers", kafka.bootstrap_servers,
-                 "--topics", TOPIC, "--consumer-group", GROUP, "--service-url", service_url, "--window-s", "10",
-                 "--slide-s", "2", "--trigger-s", "2", "--master", "local[2]", "--checkpoint-dir", str(work / "checkpoint")],
-                env=env, stdout=log, stderr=log))
+            processes.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "app.cli",
+                        "rates-job",
+                        "--bootstrap-servers",
+                        kafka.bootstrap_servers,
+                        "--topics",
+                        TOPIC,
+                        "--consumer-group",
+                        GROUP,
+                        "--service-url",
+                        service_url,
+                        "--window-s",
+                        "10",
+                        "--slide-s",
+                        "2",
+                        "--trigger-s",
+                        "2",
+                        "--master",
+                        "local[2]",
+                        "--checkpoint-dir",
+                        str(work / "checkpoint"),
+                    ],
+                    env=env,
+                    stdout=log,
+                    stderr=log,
+                )
+            )
             threading.Thread(target=produce, args=(kafka.bootstrap_servers, TOPIC, stop), daemon=True).start()
             status = asyncio.run(_watch(kafka.bootstrap_servers, service_url, check_seconds, rejoin_s))
         except (KeyboardInterrupt, asyncio.CancelledError):
@@ -199,13 +245,19 @@ async def _watch(bootstrap: str, service_url: str, check_seconds: float | None, 
                 text, facts = await asyncio.to_thread(view, service_url, GROUP)
             except httpx.HTTPError as exc:
                 text, facts = f"the service does not answer yet ({exc})", {}
-            print(("\033[2J\033[H" if tty else "\n") + text + f"\n\n(the last member rejoins every {rejoin_s:g} s; "
-                  "Ctrl-C stops everything)", flush=True)
+            print(
+                ("\033[2J\033[H" if tty else "\n") + text + f"\n\n(the last member rejoins every {rejoin_s:g} s; "
+                "Ctrl-C stops everything)",
+                flush=True,
+            )
             # The leader stores a version only when it got an answer from the service, which it asks only
             # once rates are stored; in the demo only the job stores rates.
             if check_seconds is not None and facts.get("rates_at") and facts.get("version", 0) >= 1:
-                print(f"\ndemo check passed: the service rebalanced the group (version {facts['version']}) "
-                      "with rates measured by the Spark job", flush=True)
+                print(
+                    f"\ndemo check passed: the service rebalanced the group (version {facts['version']}) "
+                    "with rates measured by the Spark job",
+                    flush=True,
+                )
                 return 0
         print("\ndemo check failed: no rebalance by the service with measured rates in time", flush=True)
         return 1
@@ -218,10 +270,18 @@ async def _watch(bootstrap: str, service_url: str, check_seconds: float | None, 
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
-    parser.add_argument("--check", type=float, metavar="SECONDS",
-                        help="run at most this long and exit 0 only if the service rebalanced with measured rates")
-    parser.add_argument("--rejoin-s", type=float, default=REJOIN_S,
-                        help="seconds between a member leaving and rejoining, which makes the group rebalance")
+    parser.add_argument(
+        "--check",
+        type=float,
+        metavar="SECONDS",
+        help="run at most this long and exit 0 only if the service rebalanced with measured rates",
+    )
+    parser.add_argument(
+        "--rejoin-s",
+        type=float,
+        default=REJOIN_S,
+        help="seconds between a member leaving and rejoining, which makes the group rebalance",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -229,8 +289,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def parts_parser() -> argparse.ArgumentParser:
-    """`python -m app.demo produce|consume …`: the demo's producer and consumer group alone."""
-    parser = argparse.ArgumentParser(prog="python -m app.demo")
+    """`python -m app.local.demo produce|consume …`: the demo's producer and consumer group alone."""
+    parser = argparse.ArgumentParser(prog="python -m app.local.demo")
     sub = parser.add_subparsers(dest="part", required=True)
     producer = sub.add_parser("produce")
     producer.add_argument("--bootstrap-servers", required=True)
@@ -251,8 +311,17 @@ def main() -> int:
     if args.part == "produce":
         produce(args.bootstrap_servers, args.topic, threading.Event())
     else:
-        asyncio.run(consume(args.bootstrap_servers, args.topic, args.group, args.service_url, args.members,
-                            asyncio.Event(), args.rejoin_s))
+        asyncio.run(
+            consume(
+                args.bootstrap_servers,
+                args.topic,
+                args.group,
+                args.service_url,
+                args.members,
+                asyncio.Event(),
+                args.rejoin_s,
+            )
+        )
     return 0
 
 
