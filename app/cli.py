@@ -8,9 +8,8 @@ import gc
 import importlib
 import json
 import sys
-from typing import Any
 
-from app.core.errors import AssignmentError
+from app.core.errors import AssignmentError, ErrorCode
 
 # name → (module with `add_arguments(parser)` and `run(args) -> int`, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -30,12 +29,11 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     if command == "assign":
         parser.add_argument("--input", "-i", required=True, help="request JSON file, or - for standard input")
         parser.add_argument("--dense", action="store_true", help="add the dense delta matrix")
-        parser.add_argument("--indent", type=int, default=2, help="JSON indent (0 for one line)")
+        parser.add_argument("--indent", type=int, default=0, help="JSON indent (default 0: one line)")
 
 
 def run(args: argparse.Namespace) -> int:
     from app.core.algorithm import algorithms
-    from app.core.assign import assign_document
 
     if args.command == "algorithms":
         listing = [
@@ -44,16 +42,27 @@ def run(args: argparse.Namespace) -> int:
         ]
         print(json.dumps(listing, indent=2))
         return 0
-    text = sys.stdin.read() if args.input == "-" else open(args.input, encoding="utf-8").read()
-    try:
-        request: Any = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise AssignmentError("invalid_json", f"the request is not valid JSON: {exc}.") from None
-    if not isinstance(request, dict):
-        raise AssignmentError("invalid_request", "the request must be a JSON object.")
-    answer = assign_document(request, dense=args.dense)
-    print(json.dumps(answer, indent=args.indent or None))
+    import msgspec
+
+    from app.codec.assign import AssignRequest
+    from app.codec.wire import decode, encode
+    from app.service.assign import Limits, answer_request
+    from app.settings import get_settings
+
+    body = sys.stdin.buffer.read() if args.input == "-" else _read(args.input)
+    answer = answer_request(decode(msgspec.json.Decoder(AssignRequest), body), args.dense, Limits.of(get_settings()))
+    text = encode(answer)
+    sys.stdout.buffer.write(msgspec.json.format(text, indent=args.indent) if args.indent else text)
+    sys.stdout.buffer.write(b"\n")
     return 0
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as file:
+            return file.read()
+    except OSError as exc:
+        raise AssignmentError(ErrorCode.INVALID_REQUEST, f"cannot read {path}: {exc.strerror}.") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return importlib.import_module(args.module).run(args)
     except AssignmentError as exc:
-        print(json.dumps(exc.to_body()), file=sys.stderr)
+        from app.codec.wire import error_body
+
+        sys.stderr.buffer.write(error_body(exc) + b"\n")
         return 2
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.sim.evaluate import PAPER_ALGORITHMS, evaluate, run_named
+from app.core.algorithm import PAPER_ALGORITHMS
+from app.sim.evaluate import evaluate, run_named
 from app.sim.latency import LatencyModel, segments
 from app.sim.stream import generate_stream, load_stream
 

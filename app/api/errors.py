@@ -1,46 +1,53 @@
-"""One error body for every failure: {"error": {"code", "message", "details"}}, and the status of each code."""
+"""One error body for every failure ({"error": {"code", "message", "details"}}) and the HTTP status of
+every code, keyed by the closed set `ErrorCode`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 from starlette.responses import Response
 
-from app.core.errors import AssignmentError
+from app.codec.wire import error_body
+from app.core.errors import AssignmentError, ErrorCode
 
-STATUS = {
-    "body_too_large": 413,
-    "group_not_found": 404,
-    "not_found": 404,
-    "method_not_allowed": 405,
-    "version_conflict": 409,
-    "unauthorized": 401,
-    "forbidden": 403,
-    "store_unavailable": 503,
-    "internal_error": 500,
+STATUS: dict[ErrorCode, int] = {
+    **dict.fromkeys(
+        (
+            ErrorCode.INVALID_JSON,
+            ErrorCode.INVALID_REQUEST,
+            ErrorCode.INVALID_RATE,
+            ErrorCode.INVALID_CAPACITY,
+            ErrorCode.DUPLICATE_PARTITION,
+            ErrorCode.INVALID_PREVIOUS,
+            ErrorCode.INVALID_MEMBERS,
+            ErrorCode.INVALID_PARAMETER,
+            ErrorCode.UNKNOWN_ALGORITHM,
+            ErrorCode.NO_RATES,
+            ErrorCode.IDEMPOTENCY_KEY_REUSED,
+            ErrorCode.DELTA_TOO_LARGE,
+            ErrorCode.TOO_MANY_PARTITIONS,
+            ErrorCode.TOO_LARGE_FOR_EXACT,
+        ),
+        422,
+    ),
+    ErrorCode.BODY_TOO_LARGE: 413,
+    ErrorCode.UNAUTHORIZED: 401,
+    ErrorCode.FORBIDDEN: 403,
+    ErrorCode.NOT_FOUND: 404,
+    ErrorCode.GROUP_NOT_FOUND: 404,
+    ErrorCode.METHOD_NOT_ALLOWED: 405,
+    ErrorCode.VERSION_CONFLICT: 409,
+    ErrorCode.STORE_UNAVAILABLE: 503,
+    ErrorCode.INTERNAL_ERROR: 500,
 }
-"""Every other code (bad input) is 422."""
+assert set(STATUS) == set(ErrorCode), "every error code has its HTTP status"
 
 
-class ApiError(AssignmentError):
-    """An error of the service itself (state, limits), beside the core's bad-input errors."""
+def error_response(exc: AssignmentError, headers: dict[str, str] | None = None) -> Response:
+    if exc.code is ErrorCode.UNAUTHORIZED:
+        headers = {**(headers or {}), "WWW-Authenticate": "Bearer"}
+    return Response(error_body(exc), status_code=STATUS[exc.code], media_type="application/json", headers=headers)
 
 
-def status_of(code: str) -> int:
-    return STATUS.get(code, 422)
-
-
-def error_response(code: str, message: str, details: Any = None, headers: dict[str, str] | None = None) -> Response:
-    body = msgspec.json.encode({"error": {"code": code, "message": message, "details": details}})
-    return Response(body, status_code=status_of(code), media_type="application/json", headers=headers)
-
-
-def from_exception(exc: AssignmentError) -> Response:
-    headers = {"WWW-Authenticate": "Bearer"} if exc.code == "unauthorized" else None
-    return error_response(exc.code, exc.message, exc.details, headers)
-
-
-def decode_error(exc: msgspec.MsgspecError) -> ApiError:
-    """msgspec's sentence names the field (`at $.partitions[3].rate`): keep it."""
-    return ApiError("invalid_request", f"the request body is not valid: {exc}.")
+def error(code: ErrorCode, message: str, details: Any = None, headers: dict[str, str] | None = None) -> Response:
+    return error_response(AssignmentError(code, message, details), headers)

@@ -15,17 +15,24 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
-from app.api import schemas
+from app import codec
 from app.api.auth import Authorizer
-from app.api.errors import error_response, from_exception
+from app.api.errors import STATUS, error, error_response
 from app.api.observability import Metrics, ObservabilityMiddleware, configure_logging, log
 from app.api.routes import router
 from app.core.algorithm import algorithms
-from app.core.errors import AssignmentError
+from app.core.errors import AssignmentError, ErrorCode
+from app.service.assign import AssignService
+from app.service.groups import GroupService
 from app.settings import Settings, get_settings
 from app.store.groups import GroupStore, StoreUnavailable
 
 VERSION = "0.1.0"
+DESCRIPTION = (
+    "Partition assignment as a service for message-broker consumer groups.\n\n"
+    'Every error is `{"error": {"code", "message", "details"}}` with a stable code:\n\n'
+    + "\n".join(f"- `{code.value}` ({STATUS[code]})" for code in ErrorCode)
+)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -40,7 +47,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(
         title="groupfit",
         version=VERSION,
-        description="Partition assignment as a service for message-broker consumer groups.",
+        description=DESCRIPTION,
         lifespan=lifespan,
     )
     app.state.settings = settings
@@ -53,6 +60,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.idempotency_ttl_s,
     )
     app.state.authorizer = Authorizer(settings.auth_tokens)
+    app.state.assigner = AssignService(app.state.store, settings, app.state.metrics)
+    app.state.groups = GroupService(app.state.store, settings.max_partitions)
     app.include_router(router)
     if settings.cors_origins:
         app.add_middleware(
@@ -74,12 +83,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.exception_handler(AssignmentError)
     async def bad_input(_: Request, exc: AssignmentError) -> Response:
-        return from_exception(exc)
+        return error_response(exc)
 
     @app.exception_handler(StoreUnavailable)
     async def store_down(_: Request, exc: StoreUnavailable) -> Response:
-        return error_response(
-            "store_unavailable",
+        return error(
+            ErrorCode.STORE_UNAVAILABLE,
             "the state store (Redis) does not answer; retry shortly. Requests without 'group' keep working.",
             {"reason": str(exc)},
             headers={"Retry-After": "1"},
@@ -89,8 +98,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def bad_parameters(_: Request, exc: RequestValidationError) -> Response:
         first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid"}
         where = ".".join(str(part) for part in first["loc"])
-        return error_response(
-            "invalid_request",
+        return error(
+            ErrorCode.INVALID_REQUEST,
             f"{where}: {first['msg']}.",
             [{"loc": [str(p) for p in e["loc"]], "msg": e["msg"]} for e in exc.errors()],
         )
@@ -98,13 +107,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:
         where = f"{request.method} {request.url.path}"
-        code, message = {
-            404: ("not_found", f"there is no endpoint {where}; the API is described at /docs and /openapi.json."),
-            405: ("method_not_allowed", f"{where} is not allowed; the API is described at /docs and /openapi.json."),
-        }.get(exc.status_code, ("invalid_request", f"{exc.detail}."))
-        response = error_response(code, message)
-        response.status_code = exc.status_code
-        return response
+        if exc.status_code == 405:
+            code, message = ErrorCode.METHOD_NOT_ALLOWED, f"{where} is not allowed"
+        else:
+            code, message = ErrorCode.NOT_FOUND, f"there is no endpoint {where}"
+        return error(code, f"{message}; the API is described at /docs and /openapi.json.")
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> Response:
@@ -113,7 +120,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             exc_info=exc,
             extra={"fields": {"request_id": request.scope.get("state", {}).get("request_id")}},
         )
-        return error_response("internal_error", "the service failed on this request; it is logged, please report it.")
+        return error(ErrorCode.INTERNAL_ERROR, "the service failed on this request; it is logged, please report it.")
 
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
@@ -123,10 +130,10 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
     """FastAPI's schema of the routes, with the bodies' schemas generated from the msgspec Structs."""
     if app.openapi_schema is None:
         document = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
-        _, components = msgspec.json.schema_components(schemas.ALL_SCHEMAS, ref_template="#/components/schemas/{name}")
+        _, components = msgspec.json.schema_components(codec.ALL_SCHEMAS, ref_template="#/components/schemas/{name}")
         document.setdefault("components", {}).setdefault("schemas", {}).update(components)
-        names = sorted(algorithms())
-        components["AssignRequest"]["properties"]["algorithm"]["enum"] = names
+        # a string, not an enum: a client generated today keeps working with a server that has more algorithms
+        components["AssignRequest"]["properties"]["algorithm"]["examples"] = sorted(algorithms())
         app.openapi_schema = document
     return app.openapi_schema
 

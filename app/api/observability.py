@@ -13,6 +13,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from app.core.assign import Outcome
+
 log = logging.getLogger("groupfit")
 
 
@@ -48,6 +50,13 @@ class Metrics:
             ["group"],
             registry=self.registry,
         )
+
+    def computed(self, algorithm: str, seconds: float) -> None:
+        self.compute.labels(algorithm).observe(seconds)
+
+    def stored(self, group: str, outcome: Outcome) -> None:
+        self.rscore.labels(group).set(outcome.rscore)
+        self.consumers.labels(group).set(outcome.consumer_count)
 
     def forget_group(self, group: str) -> None:
         """A deleted group's gauges go too (else every group ever seen stays exported)."""

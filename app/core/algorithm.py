@@ -18,6 +18,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from app.core.errors import AssignmentError
 from app.core.model import Problem
 
+PAPER_ALGORITHMS = ["nf", "ff", "bf", "wf", "nfd", "ffd", "bfd", "wfd", "mwf", "mbf", "mwfp", "mbfp"]
+"""The twelve algorithms of Landau et al. §VI-A, in the paper's order."""
+
 
 class NoParams(BaseModel):
     """Parameters of an algorithm that takes none."""

@@ -144,7 +144,7 @@ def validate_partitions(keys: list[PartitionKey], rates: list[float], lags: list
             raise AssignmentError(
                 "invalid_rate",
                 f"partition {keys[j][0]}/{keys[j][1]} has {name} {values[j]!r}; {name}s must be finite and at least 0.",
-                {"partitions": [_key_doc(keys[i]) for i in bad[:20]]},
+                {"partitions": [keys[i] for i in bad[:20]]},
             )
     if len(set(keys)) != len(keys):
         counts = Counter(keys)
@@ -152,7 +152,7 @@ def validate_partitions(keys: list[PartitionKey], rates: list[float], lags: list
         raise AssignmentError(
             "duplicate_partition",
             f"partition {duplicate[0]}/{duplicate[1]} is listed more than once; list each partition once.",
-            {"partition": _key_doc(duplicate)},
+            {"partition": duplicate},
         )
 
 
@@ -183,7 +183,7 @@ def build_problem(
                     "invalid_previous",
                     f"partition {key[0]}/{key[1]} appears twice in the previous assignment "
                     f"({owner_of[key]!r} and {consumer!r}); a partition has one consumer.",
-                    {"partition": _key_doc(key), "consumers": sorted_consumers({owner_of[key], consumer})},
+                    {"partition": key, "consumers": sorted_consumers({owner_of[key], consumer})},
                 )
             owner_of[key] = consumer
         previous_doc[consumer] = held
@@ -197,7 +197,3 @@ def build_problem(
         if any(not isinstance(m, str) or not m for m in member_list) or len(set(member_list)) != len(member_list):
             raise AssignmentError("invalid_members", "members must be distinct, non-empty consumer ids.")
     return Problem(keys, rates, lags, float(capacity), previous_doc, member_list)
-
-
-def _key_doc(key: PartitionKey) -> dict[str, Any]:
-    return {"topic": key[0], "partition": key[1]}

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from app.sim.replay import PAPER_ALGORITHMS
+from app.core.algorithm import PAPER_ALGORITHMS
 from app.sim.stream import DELTAS, dump_stream, generate_stream, load_stream
 
 
@@ -81,18 +81,26 @@ def run(args: argparse.Namespace) -> int:
     algorithms = [name.strip() for name in args.algorithms.split(",") if name.strip()]
     if args.command == "report":
         return report(args, algorithms)
-    from app.sim.evaluate import evaluate_document
+    import msgspec
 
-    doc: dict = {"stream": load_stream(args.stream), "capacity": args.capacity, "algorithms": algorithms}
-    if args.latency:
-        doc["latency"] = {
-            "consumer_throughput": args.consumer_throughput,
-            "iteration_s": args.iteration_s,
-            "rebalance_s": args.rebalance_s,
-        }
-    if args.optimum:
-        doc["optimum"] = {"time_limit_ms": args.optimum_time_limit_ms}
-    figures = evaluate_document(doc)
+    from app.codec.evaluate import EvaluateRequest, LatencyOptions, OptimumOptions
+    from app.codec.wire import convert
+    from app.sim.evaluate import evaluate_request
+
+    options = {
+        "stream": load_stream(args.stream),
+        "capacity": args.capacity,
+        "algorithms": algorithms,
+        "latency": LatencyOptions(
+            consumer_throughput=args.consumer_throughput, iteration_s=args.iteration_s, rebalance_s=args.rebalance_s
+        )
+        if args.latency
+        else None,
+        "optimum": OptimumOptions(time_limit_ms=args.optimum_time_limit_ms) if args.optimum else None,
+    }
+    # through the codec, so flags get the checks (and error codes) a POST /v1/evaluate body gets
+    request = convert(msgspec.to_builtins(options), EvaluateRequest)
+    figures = msgspec.to_builtins(evaluate_request(request))
     if args.json:
         print(json.dumps(figures))
     else:

@@ -6,19 +6,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
 from typing import Any
 
+import msgspec
+
+from app.codec.evaluate import EvaluateRequest, EvaluateResponse
 from app.core.algorithm import get_algorithm
 from app.core.assign import solve
 from app.core.errors import AssignmentError
 from app.core.model import build_problem
 from app.sim.kafka import is_kafka_default, replay_kafka_default
 from app.sim.latency import PERCENTILES, LatencyModel, Segments, segments
-from app.sim.replay import PAPER_ALGORITHMS, Run, cbs, replay
-from app.sim.stream import Measurement, check_stream, flatten
-
-DOCUMENT_KEYS = {"stream", "capacity", "algorithms", "latency", "optimum"}
+from app.sim.replay import Run, cbs, replay
+from app.sim.stream import Measurement, flatten
 
 
 def run_named(stream: Sequence[Measurement], capacity: float, name: str, keep: bool = False) -> Run:
@@ -109,43 +109,23 @@ def evaluate(
     return {"results": results_of(runs, segs, best), **({"optimum": best} if best is not None else {})}
 
 
-def evaluate_document(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """The one entry for the CLI and POST /v1/evaluate:
-    {stream, capacity, algorithms?, latency?: {consumer_throughput?, iteration_s?, rebalance_s?},
-    optimum?: {time_limit_ms?}} → the JSON of `groupfit evaluate --json`. An unbounded latency (a queue
-    the model never reads) is null."""
-    if not isinstance(doc, Mapping):
-        raise AssignmentError("invalid_request", "an evaluation request is a JSON object.")
-    unknown = sorted(set(doc) - DOCUMENT_KEYS)
-    if unknown:
-        raise AssignmentError("invalid_request", f"unknown fields {unknown}; expected some of {sorted(DOCUMENT_KEYS)}.")
-    stream = check_stream(doc.get("stream"))
-    capacity = doc.get("capacity")
-    if isinstance(capacity, bool) or not isinstance(capacity, (int, float)) or not 0 < capacity < math.inf:
-        raise AssignmentError("invalid_capacity", f"capacity must be a finite number above 0; got {capacity!r}.")
-    algorithms = doc.get("algorithms", PAPER_ALGORITHMS)
-    if not isinstance(algorithms, list) or not algorithms or not all(isinstance(a, str) for a in algorithms):
-        raise AssignmentError("invalid_request", "algorithms must be a non-empty list of names (registered or kd_<N>).")
-    model = LatencyModel(**_options(doc, "latency", {f.name for f in fields(LatencyModel)}))
-    time_limit = _options(doc, "optimum", {"time_limit_ms"}).get("time_limit_ms", 1000)
-    report = evaluate(
-        stream,
-        float(capacity),
-        algorithms,
-        model if doc.get("latency") is not None else None,
-        time_limit if doc.get("optimum") is not None else None,
+def evaluate_request(request: EvaluateRequest) -> EvaluateResponse:
+    """The one entry for the CLI and POST /v1/evaluate: the request → the figures of `groupfit evaluate --json`.
+    An unbounded latency (a queue the model never reads) is null."""
+    latency = request.latency
+    model = (
+        LatencyModel(latency.consumer_throughput, latency.iteration_s, latency.rebalance_s)
+        if latency is not None
+        else None
     )
-    return finite_or_null(report)
-
-
-def _options(doc: Mapping[str, Any], field: str, allowed: Any) -> dict[str, Any]:
-    options = doc.get(field) or {}
-    if not isinstance(options, Mapping) or set(options) - set(allowed):
-        raise AssignmentError("invalid_parameter", f"{field} takes an object with some of {sorted(allowed)}.")
-    for name, value in options.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise AssignmentError("invalid_parameter", f"{field}.{name} must be a number; got {value!r}.")
-    return dict(options)
+    report = evaluate(
+        request.stream,
+        request.capacity,
+        request.algorithms,
+        model,
+        request.optimum.time_limit_ms if request.optimum is not None else None,
+    )
+    return msgspec.convert(finite_or_null(report), EvaluateResponse)
 
 
 def finite_or_null(value: Any) -> Any:

@@ -10,8 +10,6 @@ from app.core.assign import Outcome, solve
 from app.core.model import build_problem, within
 from app.sim.stream import Measurement, flatten
 
-PAPER_ALGORITHMS = ["nf", "ff", "bf", "wf", "nfd", "ffd", "bfd", "wfd", "mwf", "mbf", "mwfp", "mbfp"]  # §VI-A
-
 
 @dataclass
 class Run:

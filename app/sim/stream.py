@@ -6,12 +6,14 @@ import json
 import random
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
-from app.core.errors import AssignmentError
+import msgspec
+
+from app.codec.evaluate import Measurement, Stream
+from app.codec.wire import decode
+from app.core.errors import AssignmentError, ErrorCode
 from app.core.model import PartitionKey
 
-Measurement = dict[str, dict[str, float]]
 DELTAS = [0, 5, 10, 15, 20, 25]  # the δ of the paper's experiments (§VI-B)
 
 
@@ -67,30 +69,15 @@ def flatten(measurement: Measurement) -> tuple[list[PartitionKey], list[float]]:
     return keys, rates
 
 
-def check_stream(data: Any) -> list[Measurement]:
-    """A non-empty JSON list of measurements, each topic → {partition: rate} with numeric rates (the
-    partitions and the rates themselves are checked when each measurement becomes a problem)."""
-    if not isinstance(data, list) or not data:
-        raise AssignmentError("invalid_request", "a stream is a non-empty JSON list of measurements.")
-    for k, measurement in enumerate(data):
-        if not isinstance(measurement, dict) or not all(isinstance(p, dict) for p in measurement.values()):
-            raise AssignmentError("invalid_request", f"measurement {k} is not an object topic → {{partition: rate}}.")
-        for topic, partitions in measurement.items():
-            for partition, rate in partitions.items():
-                if isinstance(rate, bool) or not isinstance(rate, (int, float)):
-                    raise AssignmentError(
-                        "invalid_rate",
-                        f"measurement {k}: partition {topic}/{partition} has rate {rate!r}; rates are numbers.",
-                    )
-    return data
+_STREAM = msgspec.json.Decoder(Stream)
 
 
 def load_stream(path: str | Path) -> list[Measurement]:
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise AssignmentError("invalid_request", f"{path}: cannot read a JSON stream ({exc}).") from None
-    return check_stream(data)
+        body = Path(path).read_bytes()
+    except OSError as exc:
+        raise AssignmentError(ErrorCode.INVALID_REQUEST, f"cannot read the stream {path}: {exc.strerror}.") from None
+    return decode(_STREAM, body)
 
 
 def dump_stream(stream: Iterable[Measurement], path: str | Path) -> None:

@@ -12,7 +12,8 @@ import httpx
 import msgspec
 import pytest
 
-from app.api import examples, schemas
+from app import codec
+from app.api import examples
 from app.main import create_app, openapi_json
 from app.settings import Settings
 
@@ -62,7 +63,7 @@ async def test_assign_answers_the_documented_shape(client):
     response = await client.post("/v1/assign", json=examples.ASSIGN_REQUEST)
     assert response.status_code == 200
     assert response.headers["x-request-id"]
-    answer = msgspec.json.decode(response.content, type=schemas.AssignResponse)
+    answer = msgspec.json.decode(response.content, type=codec.AssignResponse)
     assert answer.group is None and answer.version is None
     assert answer.consumer_count == 4 and answer.lower_bound == 5
     assert [(m.topic, m.partition, m.from_, m.to) for m in answer.moves] == [("t", 2, "b", "c1")]
@@ -120,9 +121,9 @@ async def test_bad_input_gets_a_stable_code(client, change, code):
 
 
 async def test_malformed_json_and_empty_body(client):
-    for content in (b"{not json", b""):
+    for content, code in ((b"{not json", "invalid_json"), (b"", "invalid_request")):
         response = await client.post("/v1/assign", content=content)
-        assert response.status_code == 422 and error_code(response) == "invalid_request"
+        assert response.status_code == 422 and error_code(response) == code
 
 
 async def test_body_too_large(client):
@@ -254,7 +255,7 @@ async def test_bad_group_name_and_unknown_route(client):
 
 
 async def test_algorithms_lists_the_registry_with_schemas(client):
-    listing = msgspec.json.decode((await client.get("/v1/algorithms")).content, type=schemas.AlgorithmList)
+    listing = msgspec.json.decode((await client.get("/v1/algorithms")).content, type=codec.AlgorithmList)
     names = {a.name for a in listing.algorithms}
     assert {"nf", "ff", "bf", "wf", "nfd", "ffd", "bfd", "wfd", "mwf", "mbf", "mwfp", "mbfp"} <= names
     assert all(a.params.get("type") == "object" for a in listing.algorithms)
@@ -264,7 +265,7 @@ async def test_evaluate(client, reference_stream_path):
     stream = json.loads(reference_stream_path.read_text())[:10]
     response = await client.post("/v1/evaluate", json={"stream": stream, "capacity": 100, "algorithms": ["mwf", "bfd"]})
     assert response.status_code == 200
-    results = msgspec.json.decode(response.content, type=schemas.EvaluateResponse).results
+    results = msgspec.json.decode(response.content, type=codec.EvaluateResponse).results
     assert set(results) == {"mwf", "bfd"} and results["mwf"].iterations == 10 and results["mwf"].rscore[0] == 0
     unknown = await client.post("/v1/evaluate", json={"stream": stream, "capacity": 100, "algorithms": ["x"]})
     assert error_code(unknown) == "unknown_algorithm"
@@ -277,7 +278,7 @@ async def test_evaluate(client, reference_stream_path):
             "latency": {"consumer_throughput": 133},
         },
     )
-    results = msgspec.json.decode(with_latency.content, type=schemas.EvaluateResponse).results
+    results = msgspec.json.decode(with_latency.content, type=codec.EvaluateResponse).results
     assert results["kd_15"].latency.p99 >= results["mwf"].latency.p99 >= 0
     too_long = await client.post(
         "/v1/evaluate", json={"stream": stream * 20, "capacity": 100, "algorithms": ["mwf"] * 10}

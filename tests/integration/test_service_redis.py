@@ -90,14 +90,15 @@ def test_generated_client_works_against_the_live_service(live_service, tmp_path)
 import sys
 sys.path.insert(0, {str(tmp_path)!r})
 from client import Client
-from client.api.default import assign_v1_assign_post, list_algorithms_v1_algorithms_get
-from client.models import AssignRequest, AssignRequestAlgorithm, PartitionRate, AssignResponse
+from client.api.algorithms import list_algorithms
+from client.api.assignments import assign
+from client.models import AssignRequest, PartitionRate, AssignResponse
 api = Client(base_url={live_service.url!r})
-listing = list_algorithms_v1_algorithms_get.sync(client=api)
+listing = list_algorithms.sync(client=api)
 assert "mwf" in {{a.name for a in listing.algorithms}}, listing
-request = AssignRequest(algorithm=AssignRequestAlgorithm("bfd"), capacity=10.0,
+request = AssignRequest(algorithm="bfd", capacity=10.0,
                         partitions=[PartitionRate(topic="t", partition=p, rate=4.0) for p in range(5)])
-answer = assign_v1_assign_post.sync(client=api, body=request)
+answer = assign.sync(client=api, body=request)
 assert isinstance(answer, AssignResponse), answer
 assert answer.consumer_count == 3 and answer.lower_bound == 2, answer
 print("ok")

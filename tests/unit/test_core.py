@@ -3,14 +3,21 @@ and DESIGN.md's facts about the published implementation, not from running the c
 
 from __future__ import annotations
 
+import json
 import math
 
+import msgspec
 import pytest
 
+from app.codec.assign import AssignRequest
+from app.codec.wire import decode
 from app.core.algorithm import get_algorithm
-from app.core.assign import assign_document, solve
+from app.core.assign import solve
 from app.core.errors import AssignmentError
 from app.core.model import build_problem, capacity_from_throughput, consumer_sort_key
+from app.service.assign import Limits, answer_request
+
+LIMITS = Limits(max_partitions=1_000_000, max_dense_cells=1_000_000)
 
 PAPER_TWELVE = ["nf", "ff", "bf", "wf", "nfd", "ffd", "bfd", "wfd", "mwf", "mbf", "mwfp", "mbfp"]
 
@@ -95,7 +102,6 @@ def test_consumer_ids_sort_naturally():
         ({"algorithm": "nope"}, "unknown_algorithm"),
         ({"capacity": 0}, "invalid_capacity"),
         ({"capacity": math.inf}, "invalid_capacity"),
-        ({"partitions": [{"topic": "t", "partition": 0, "rate": math.nan}]}, "invalid_rate"),
         ({"partitions": [{"topic": "t", "partition": 0, "rate": math.inf}]}, "invalid_rate"),
         ({"partitions": [{"topic": "t", "partition": 0, "rate": -0.5}]}, "invalid_rate"),
         ({"partitions": [{"topic": "t", "partition": 0, "rate": "fast"}]}, "invalid_rate"),
@@ -111,7 +117,8 @@ def test_bad_requests_raise_stable_codes(request_change, code):
     request = {"algorithm": "mwf", "capacity": 100, "partitions": [{"topic": "t", "partition": 0, "rate": 1}]}
     request.update(request_change)
     with pytest.raises(AssignmentError) as error:
-        assign_document(request)
+        body = json.dumps(request).replace("Infinity", "1e999")  # JSON has no infinity; 1e999 is out of range
+        answer_request(decode(msgspec.json.Decoder(AssignRequest), body.encode()), False, LIMITS)
     assert error.value.code == code
     assert error.value.message.endswith(".")
 
@@ -262,3 +269,10 @@ def test_member_mode_reassigns_a_departed_members_partitions():
     assignment, _ = run("mwf", [40, 40], previous={"gone": [0], "m1": [1]}, members=["m1", "m2"])
     assert set(assignment) == {"m1", "m2"}
     assert sorted(j for held in assignment.values() for j in held) == [0, 1]
+
+
+@pytest.mark.parametrize("rate", [math.nan, math.inf, -1.0])
+def test_the_core_refuses_rates_json_cannot_carry(rate):
+    with pytest.raises(AssignmentError) as error:
+        build_problem([("t", 0)], [rate], None, 100.0)
+    assert error.value.code == "invalid_rate"

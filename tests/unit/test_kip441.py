@@ -28,7 +28,7 @@ def kip(members, previous, lags, tasks=3, stateless=(), **params):
     raw = {"member_lags": member_lags, "stateless": [{"topic": "S", "partition": s} for s in stateless], **params}
     out = solve(problem, algorithm, algorithm.parse_params(raw))
     view = {
-        role: {m: sorted(p["partition"] for p in held) for m, held in out.outputs[role].items()}
+        role: {m: sorted(partition for _, partition in held) for m, held in out.outputs[role].items()}
         for role in ("actives", "standbys", "warmups")
     }
     return out, view

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 import pytest
 
 from app.cli import main
+from app.codec.evaluate import EvaluateRequest
+from app.codec.wire import decode
 from app.core.errors import AssignmentError
-from app.sim.evaluate import evaluate, evaluate_document
+from app.sim.evaluate import evaluate, evaluate_request
 from app.sim.stream import generate_stream, load_stream
 
 SMALL = [{"t": {"0": 60.0, "1": 50.0, "2": 30.0, "3": 20.0}}, {"t": {"0": 70.0, "1": 20.0, "2": 40.0, "3": 30.0}}]
@@ -155,3 +158,9 @@ def test_generated_measurements_after_the_first_list_partitions_in_a_random_orde
     assert list(shuffled[0]["topic-0"]) == list(ordered[0]["topic-0"]) == [str(p) for p in range(30)]
     assert all(list(m["topic-0"]) != list(o["topic-0"]) for m, o in zip(shuffled[1:], ordered[1:]))
     assert all(list(o["topic-0"]) == [str(p) for p in range(30)] for o in ordered)
+
+
+def evaluate_document(doc):
+    """A request document through the codec, as POST /v1/evaluate and `groupfit evaluate` decode it."""
+    body = json.dumps(doc, allow_nan=True).encode()
+    return msgspec.to_builtins(evaluate_request(decode(msgspec.json.Decoder(EvaluateRequest), body)))

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.core.algorithm import Algorithm, Placement, register
 from app.core.algorithms.params import PartitionRef
 from app.core.errors import AssignmentError
-from app.core.model import Problem, consumer_sort_key, sorted_consumers
+from app.core.model import PartitionKey, Problem, consumer_sort_key, sorted_consumers
 
 
 class StateLag(PartitionRef):
@@ -93,11 +93,8 @@ def place(problem: Problem, params: Kip441Params) -> Placement:
             assignment[min(members, key=lambda m: (len(assignment[m]), consumer_sort_key(m)))].append(j)
     pending = any(warmups.values())
 
-    def docs(groups: dict[str, list[int]]) -> dict[str, list[dict]]:
-        return {
-            m: [{"topic": problem.keys[j][0], "partition": problem.keys[j][1]} for j in held]
-            for m, held in groups.items()
-        }
+    def docs(groups: dict[str, list[int]]) -> dict[str, list[PartitionKey]]:
+        return {m: [problem.keys[j] for j in held] for m, held in groups.items()}
 
     counts = [len(held) for held in actives.values()]
     return Placement(

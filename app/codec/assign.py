@@ -1,0 +1,163 @@
+"""POST /v1/assign and `groupfit assign`: the request, its problem, and the answer built from an Outcome."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+from app.codec.wire import ConsumerId, GroupName, PartitionRate, PartitionRef, keys_of, partition_ref, wired
+from app.core.assign import Outcome
+from app.core.errors import AssignmentError, ErrorCode
+from app.core.model import PartitionKey, Problem, build_problem, capacity_from_throughput, sorted_consumers
+
+
+class AssignRequest(Struct, forbid_unknown_fields=True, kw_only=True):
+    algorithm: Annotated[
+        str, Meta(description="a name from GET /v1/algorithms", examples=["mwf", "bfd", "least-loaded"])
+    ]
+    partitions: list[PartitionRate] | None = None
+    capacity: Annotated[float | None, Meta(description="most rate one consumer may be given (C)")] = None
+    consumer_throughput: Annotated[
+        float | None, Meta(description="real consumer throughput C̄; C = C̄·(iteration_s − rebalance_s)/iteration_s")
+    ] = None
+    iteration_s: float = 30.0
+    rebalance_s: float = 5.0
+    previous: dict[ConsumerId, list[PartitionRef]] | None = None
+    members: list[ConsumerId] | None = None
+    params: dict[str, Any] = msgspec.field(default_factory=dict)
+    group: GroupName | None = None
+    expected_version: Annotated[int, Meta(ge=0)] | None = None
+    dry_run: bool = False
+
+
+class ConsumerLoad(Struct, gc=False):
+    id: str
+    load: float
+    utilization: float
+    partition_count: int
+
+
+class Move(Struct, gc=False):
+    topic: str
+    partition: int
+    from_: str = msgspec.field(name="from")
+    to: str
+    rate: float
+
+
+class Delta(Struct):
+    rows: list[str]
+    columns: list[PartitionRef]
+    cells: list[
+        Annotated[
+            list[int],
+            Meta(
+                min_length=3,
+                max_length=3,
+                description="[row, column, value]: indices into rows and columns; value -1 stop, +1 start",
+            ),
+        ]
+    ]
+    matrix: list[list[int]] | UnsetType = UNSET
+
+
+class OverloadedPartition(Struct, gc=False):
+    topic: str
+    partition: int
+    rate: float
+    consumer: str
+
+
+class AssignResponse(Struct):
+    algorithm: str
+    capacity: float
+    assignment: dict[str, list[PartitionRef]]
+    consumers: list[ConsumerLoad]
+    moves: list[Move]
+    delta: Delta
+    rscore: float
+    consumer_count: int
+    lower_bound: Annotated[
+        int, Meta(description="⌈Σ rate / C⌉; may exceed consumer_count when a partition above C is alone")
+    ]
+    overloaded_partitions: list[OverloadedPartition]
+    overloaded_members: list[str]
+    recommended_consumers: int | None
+    outputs: dict[str, Any]
+    group: str | None = None
+    version: int | None = None
+
+
+def capacity_of(request: AssignRequest, stored: float | None = None) -> float:
+    """`capacity`, or the throughput form (§VI-C), or the group's stored capacity."""
+    if request.capacity is not None:
+        return request.capacity
+    if request.consumer_throughput is not None:
+        return capacity_from_throughput(request.consumer_throughput, request.iteration_s, request.rebalance_s)
+    if stored is not None:
+        return stored  # a group keeps its capacity until told otherwise
+    raise AssignmentError(
+        ErrorCode.INVALID_CAPACITY,
+        "give 'capacity' (rate per consumer) or 'consumer_throughput' (with iteration_s, rebalance_s).",
+    )
+
+
+def problem_of(
+    request: AssignRequest,
+    partitions: Sequence[PartitionRate],
+    previous: Mapping[str, Sequence[PartitionKey]],
+    capacity: float,
+) -> Problem:
+    return build_problem(
+        keys_of(partitions),
+        [p.rate for p in partitions],
+        [p.lag for p in partitions],
+        capacity,
+        previous,
+        request.members,
+    )
+
+
+def previous_of(request: AssignRequest) -> dict[str, list[PartitionKey]] | None:
+    return None if request.previous is None else {c: keys_of(held) for c, held in request.previous.items()}
+
+
+def answer_of(outcome: Outcome, dense: bool = False) -> AssignResponse:
+    """The answer. The delta is sparse (only rows and columns with a non-zero cell) unless `dense`, which
+    labels every row and column and adds `matrix`."""
+    problem = outcome.problem
+    keys, rates, capacity = problem.keys, problem.rates, problem.capacity
+    refs = [partition_ref(key) for key in keys]
+    consumers = sorted_consumers(outcome.assignment)
+    d = outcome.delta(full=dense)
+    previous_owner, owner, loads = problem.previous_owner, outcome.owner, outcome.loads
+    return AssignResponse(
+        algorithm=outcome.algorithm,
+        capacity=capacity,
+        assignment={c: [refs[j] for j in outcome.assignment[c]] for c in consumers},
+        consumers=[ConsumerLoad(c, loads[c], loads[c] / capacity, len(outcome.assignment[c])) for c in consumers],
+        moves=[Move(keys[j][0], keys[j][1], previous_owner[j] or "", owner[j], rates[j]) for j in outcome.moved],
+        delta=Delta(
+            rows=d.rows,
+            columns=[partition_ref(key) for key in d.columns],
+            cells=d.cells,  # type: ignore[arg-type]  # (row, column, ±1) tuples encode as arrays
+            matrix=d.dense() if dense else UNSET,
+        ),
+        rscore=outcome.rscore,
+        consumer_count=outcome.consumer_count,
+        lower_bound=problem.lower_bound,
+        overloaded_partitions=[
+            OverloadedPartition(keys[j][0], keys[j][1], rates[j], owner[j]) for j in outcome.overloaded_partitions()
+        ],
+        overloaded_members=outcome.overloaded_members(),
+        recommended_consumers=outcome.recommended_consumers,
+        outputs=wired(outcome.outputs),
+    )
+
+
+def assignment_refs(assignment: Mapping[str, Sequence[PartitionKey]]) -> dict[str, list[PartitionRef]]:
+    """A stored assignment in the wire form, consumers in id order."""
+    return {c: [partition_ref(key) for key in assignment[c]] for c in sorted_consumers(assignment)}
