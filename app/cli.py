@@ -7,6 +7,7 @@ import argparse
 import gc
 import importlib
 import json
+import os
 import sys
 
 from app.core.errors import AssignmentError, ErrorCode
@@ -30,17 +31,26 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
         parser.add_argument("--input", "-i", required=True, help="request JSON file, or - for standard input")
         parser.add_argument("--dense", action="store_true", help="add the dense delta matrix")
         parser.add_argument("--indent", type=int, default=0, help="JSON indent (default 0: one line)")
+    if command == "algorithms":
+        parser.add_argument("--json", action="store_true", help="the registry with each parameter JSON schema")
 
 
 def run(args: argparse.Namespace) -> int:
     from app.core.algorithm import algorithms
 
     if args.command == "algorithms":
-        listing = [
-            {"name": a.name, "description": a.description, "source": a.source, "params": a.params_schema()}
-            for a in algorithms().values()
-        ]
-        print(json.dumps(listing, indent=2))
+        registry = algorithms().values()
+        if args.json:
+            listing = [
+                {"name": a.name, "description": a.description, "source": a.source, "params": a.params_schema()}
+                for a in registry
+            ]
+            print(json.dumps(listing, indent=2))
+            return 0
+        width = max(len(a.name) for a in registry)
+        for a in registry:
+            params = ", ".join(a.params_schema().get("properties", {})) or "-"
+            print(f"{a.name:<{width}}  {a.description}\n{'':<{width}}  params: {params}")
         return 0
     import msgspec
 
@@ -92,6 +102,14 @@ def main(argv: list[str] | None = None) -> int:
 
         sys.stderr.buffer.write(error_body(exc) + b"\n")
         return 2
+    except BrokenPipeError:  # `groupfit … | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except OSError as exc:  # a file or directory the command cannot use
+        print(f"groupfit {args.command}: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

@@ -74,6 +74,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.get(
         "/metrics",
+        operation_id="metrics",
+        tags=["operations"],
         summary="Prometheus metrics",
         response_class=Response,
         responses={200: {"description": "Prometheus text format", "content": {"text/plain": {}}}},
@@ -132,6 +134,15 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         document = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
         _, components = msgspec.json.schema_components(codec.ALL_SCHEMAS, ref_template="#/components/schemas/{name}")
         document.setdefault("components", {}).setdefault("schemas", {}).update(components)
+        document["components"]["securitySchemes"] = {
+            "bearer": {
+                "type": "http",
+                "scheme": "bearer",
+                "description": "needed when the service has tokens configured (GROUPFIT_AUTH_TOKENS); an operation's "
+                "roles say which: `read` any token, `write` a token with write. POST /v1/assign needs `write` "
+                "when it stores a version (a group, not a dry run).",
+            }
+        }
         # a string, not an enum: a client generated today keeps working with a server that has more algorithms
         components["AssignRequest"]["properties"]["algorithm"]["examples"] = sorted(algorithms())
         app.openapi_schema = document

@@ -65,9 +65,15 @@ def _endpoint(
     responses: dict[int | str, dict[str, Any]],
     body: dict[str, Any] | None = None,
     status_code: int = 200,
+    scope: str | None = "read",
 ) -> Any:
     """A route with the parts every one declares: its operation id and tag (names in generated clients), its
-    documented answers, and the raw Response class (bodies are encoded by the codec, not by FastAPI)."""
+    documented answers, the token scope it needs (OpenAPI 3.1 roles of the bearer scheme: `read` is any token,
+    `write` a token with write; None for the open probes), and the raw Response class (bodies are encoded by
+    the codec, not by FastAPI)."""
+    extra = dict(body or {})
+    if scope is not None:
+        extra["security"] = [{"bearer": [scope]}]
     return router.api_route(
         path,
         methods=[method],
@@ -75,7 +81,7 @@ def _endpoint(
         tags=[tag],
         summary=summary,
         responses=responses,
-        openapi_extra=body,
+        openapi_extra=extra,
         status_code=status_code,
         response_class=Response,
     )
@@ -182,6 +188,7 @@ async def get_group(request: Request, group: ReadableGroup) -> Response:
     "Forget the group (assignment, history, rates)",
     {**_answers(None, 404, 422, 503), 204: {"description": "deleted"}},
     status_code=204,
+    scope="write",
 )
 async def delete_group(request: Request, group: WritableGroup) -> Response:
     await _groups(request).delete(group)
@@ -209,6 +216,7 @@ async def group_history(request: Request, group: ReadableGroup, limit: int = Que
     "Store the group's observed rates and lags (the rates job writes here)",
     _answers("RatesAck", 413, 422, 503),
     body=_body("RatesUpdate", examples.RATES_UPDATE),
+    scope="write",
 )
 async def put_rates(request: Request, group: WritableGroup) -> Response:
     update = decode(_RATES, await _read_body(request))
@@ -259,6 +267,7 @@ async def evaluate(request: Request, _: Authenticated) -> Response:
     "operations",
     "The process is up",
     {200: {"description": "OK", "content": {"application/json": {"schema": _ref("Health")}}}},
+    scope=None,
 )
 async def healthz() -> Response:
     return _json(Health("ok"))
@@ -274,6 +283,7 @@ async def healthz() -> Response:
         200: {"description": "OK", "content": {"application/json": {"schema": _ref("Health")}}},
         503: {"description": "error", "content": {"application/json": {"schema": _ref("ErrorResponse")}}},
     },
+    scope=None,
 )
 async def readyz(request: Request) -> Response:
     await request.app.state.store.ping()

@@ -77,7 +77,7 @@ class EmbeddedRedis:
 class EmbeddedKafka:
     """A Tansu broker (Kafka protocol, data in memory) on 127.0.0.1.
 
-    Tansu's known defects (see DESIGN.md) are worked around by callers in tests, never here.
+    Tansu's known defects are worked around by callers in tests, never here.
     """
 
     def __init__(self, port: int | None = None, log_path: str | Path | None = None) -> None:

@@ -77,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
             print()
         else:
             dump_stream(stream, args.out)
+            print(
+                f"wrote {args.measurements} measurements of {args.partitions} partitions to {args.out}", file=sys.stderr
+            )
         return 0
     algorithms = [name.strip() for name in args.algorithms.split(",") if name.strip()]
     if args.command == "report":
@@ -100,7 +103,16 @@ def run(args: argparse.Namespace) -> int:
     }
     # through the codec, so flags get the checks (and error codes) a POST /v1/evaluate body gets
     request = convert(msgspec.to_builtins(options), EvaluateRequest)
-    figures = msgspec.to_builtins(evaluate_request(request))
+    started, steps = time.perf_counter(), len(dict.fromkeys(algorithms)) + bool(args.optimum)
+    done: list[str] = []
+
+    def progress(step: str) -> None:
+        done.append(step)
+        print(
+            f"groupfit evaluate: {step} ({len(done)}/{steps}, {time.perf_counter() - started:.1f} s)", file=sys.stderr
+        )
+
+    figures = msgspec.to_builtins(evaluate_request(request, progress))
     if args.json:
         print(json.dumps(figures))
     else:
@@ -117,6 +129,7 @@ def report(args: argparse.Namespace, algorithms: list[str]) -> int:
     model = LatencyModel(args.consumer_throughput, args.iteration_s, args.rebalance_s)
     started = time.perf_counter()
     out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)  # fail on an unusable folder before the work, not after
     best = args.optimum_time_limit_ms if args.optimum else None
     if args.generate:
         deltas = [int(d) for d in args.deltas.split(",") if d.strip()]
@@ -134,6 +147,9 @@ def report(args: argparse.Namespace, algorithms: list[str]) -> int:
     return 0
 
 
+PERCENTILE_COLUMNS = ("p50", "p90", "p95", "p99", "max")
+
+
 def print_table(figures: dict) -> None:
     def seconds(value: float | None) -> str:
         return f"{value:>10.2f}" if value is not None else f"{'∞':>10}"
@@ -142,12 +158,12 @@ def print_table(figures: dict) -> None:
     latency = any("latency" in r for r in results.values())
     optimum = figures.get("optimum")
     header = f"{'algorithm':<14}{'avg consumers':>15}{'avg Rscore':>12}{'CBS':>9}{'iterations':>12}"
-    header += "".join(f"{p:>10}" for p in ("p50 s", "p99 s", "max s")) if latency else ""
+    header += "".join(f"{p + ' s':>10}" for p in PERCENTILE_COLUMNS) if latency else ""
     header += f"{'vs optimum':>12}" if optimum else ""
     print(header)
     for name, r in results.items():
         line = f"{name:<14}{r['avg_consumers']:>15.2f}{r['avg_rscore']:>12.3f}{r['cbs']:>9.3f}{r['iterations']:>12}"
-        line += "".join(seconds(r["latency"][p]) for p in ("p50", "p99", "max")) if latency else ""
+        line += "".join(seconds(r["latency"][p]) for p in PERCENTILE_COLUMNS) if latency else ""
         line += f"{r['optimum_excess']:>+12.3f}" if optimum else ""
         print(line)
     if optimum:

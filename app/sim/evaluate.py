@@ -5,7 +5,7 @@ algorithm's consumers against the exact optimum."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -63,10 +63,25 @@ def optimum(stream: Sequence[Measurement], capacity: float, time_limit_ms: int =
     }
 
 
-def replay_named(stream: Sequence[Measurement], capacity: float, names: Sequence[str], keep: bool = False) -> list[Run]:
+Progress = Callable[[str], None]
+"""Told each step's name when it is done (the CLI prints it on standard error)."""
+
+
+def replay_named(
+    stream: Sequence[Measurement],
+    capacity: float,
+    names: Sequence[str],
+    keep: bool = False,
+    progress: Progress | None = None,
+) -> list[Run]:
     """One run per distinct name, in order; unknown names fail before any work."""
     check_names(names)
-    return [run_named(stream, capacity, name, keep) for name in dict.fromkeys(names)]
+    runs = []
+    for name in dict.fromkeys(names):
+        runs.append(run_named(stream, capacity, name, keep))
+        if progress is not None:
+            progress(name)
+    return runs
 
 
 def results_of(
@@ -101,15 +116,18 @@ def evaluate(
     algorithms: Sequence[str],
     latency: LatencyModel | None = None,
     optimum_time_limit_ms: int | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Every algorithm's figures; latency values are +inf where the model never reads some bytes."""
-    runs = replay_named(stream, capacity, algorithms, keep=latency is not None)
+    runs = replay_named(stream, capacity, algorithms, keep=latency is not None, progress=progress)
     best = optimum(stream, capacity, optimum_time_limit_ms) if optimum_time_limit_ms is not None else None
+    if best is not None and progress is not None:
+        progress("exact optimum")
     segs = {run.algorithm: segments(run.outcomes, latency) for run in runs} if latency is not None else None
     return {"results": results_of(runs, segs, best), **({"optimum": best} if best is not None else {})}
 
 
-def evaluate_request(request: EvaluateRequest) -> EvaluateResponse:
+def evaluate_request(request: EvaluateRequest, progress: Progress | None = None) -> EvaluateResponse:
     """The one entry for the CLI and POST /v1/evaluate: the request → the figures of `groupfit evaluate --json`.
     An unbounded latency (a queue the model never reads) is null."""
     latency = request.latency
@@ -124,6 +142,7 @@ def evaluate_request(request: EvaluateRequest) -> EvaluateResponse:
         request.algorithms,
         model,
         request.optimum.time_limit_ms if request.optimum is not None else None,
+        progress,
     )
     return msgspec.convert(finite_or_null(report), EvaluateResponse)
 

@@ -117,7 +117,52 @@ def test_generate_stream_is_deterministic_and_clipped(tmp_path):
     assert max(steps) <= 25
 
 
-def test_algorithms_lists_the_registry(capsys):
-    assert main(["algorithms"]) == 0
+def test_algorithms_lists_the_registry_as_a_table_or_json(capsys):
+    assert main(["algorithms", "--json"]) == 0
     names = {a["name"] for a in json.loads(capsys.readouterr().out)}
     assert {"mwf", "bfd", "nf"} <= names
+    assert main(["algorithms"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert {line.split()[0] for line in table if not line.startswith(" ")} == names
+    assert len(table) == 2 * len(names)
+
+
+def test_evaluate_table_has_every_percentile_and_reports_progress(reference_stream_path, capsys):
+    argv = ["evaluate", "--stream", str(reference_stream_path), "--capacity", "100", "--algorithms", "mwf,bfd"]
+    assert main([*argv, "--latency"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[0].split()[-10:] == ["p50", "s", "p90", "s", "p95", "s", "p99", "s", "max", "s"]
+    assert [line.split(":")[1].split()[0] for line in captured.err.splitlines()] == ["mwf", "bfd"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["assign", "--input", "/no/such/request.json"],
+        ["evaluate", "--stream", "/no/such/stream.json", "--capacity", "100"],
+        ["report", "--stream", "data/reference/paper_stream_delta5.json", "--out", "/proc/no-such-folder"],
+    ],
+)
+def test_a_missing_file_is_one_line_and_exit_2(argv, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_generate_stream_says_what_it_wrote(tmp_path, capsys):
+    out = tmp_path / "s.json"
+    assert main(["generate-stream", "--partitions", "3", "--measurements", "2", "--delta", "5", "-o", str(out)]) == 0
+    assert str(out) in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv", [["algorithms"], ["generate-stream", "--partitions", "200", "--measurements", "2000", "--delta", "5"]]
+)
+def test_piping_into_head_prints_no_broken_pipe(argv):
+    reader = subprocess.Popen(["head", "-c", "10"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    ran = subprocess.run(
+        [sys.executable, "-m", "app.cli", *argv], stdout=reader.stdin, stderr=subprocess.PIPE, timeout=120
+    )
+    reader.stdin.close()
+    reader.wait(timeout=10)
+    assert ran.returncode == 0 and b"BrokenPipe" not in ran.stderr and b"Traceback" not in ran.stderr
