@@ -12,7 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.local.servers import EmbeddedKafka, EmbeddedRedis, free_port, wait_for_port
+from app.local.kafka import ApacheKafka
+from app.local.servers import EmbeddedRedis, free_port, wait_for_port
 
 REFERENCE_STREAM = Path(__file__).resolve().parents[1] / "data" / "reference" / "paper_stream_delta5.json"
 
@@ -43,11 +44,21 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedR
 
 
 @pytest.fixture(scope="session")
-def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedKafka]:
-    """A real Kafka-protocol broker (Tansu, memory only)."""
-    broker = EmbeddedKafka(log_path=tmp_path_factory.mktemp("tansu") / "broker.log").start()
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheKafka]:
+    """A real Apache Kafka broker (KRaft, one combined broker and controller node) from Maven Central's jars."""
+    broker = ApacheKafka(tmp_path_factory.mktemp("kafka")).start()
     yield broker
     broker.stop()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A failing test that used the broker shows the end of the broker's log beside its own output."""
+    outcome = yield
+    report = outcome.get_result()
+    broker = getattr(item, "funcargs", {}).get("kafka_broker")
+    if report.failed and isinstance(broker, ApacheKafka):
+        report.sections.append(("Apache Kafka log", broker.logs_tail()))
 
 
 class LiveService:
