@@ -4,10 +4,11 @@ document it came from as `.raw`, so a field a newer service adds is still reacha
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from dataclasses import dataclass, field, fields
+from typing import Any, NamedTuple, TypeVar
 
 Json = dict[str, Any]
+R = TypeVar("R")
 
 
 class TopicPartition(NamedTuple):
@@ -45,6 +46,14 @@ class PartitionRate(NamedTuple):
         return doc
 
 
+def _build(cls: type[R], doc: Json, **converted: Any) -> R:
+    """A result of type `cls` (a dataclass) from its JSON document: each field is the document's value of the
+    same name unless `converted` gives it, and `raw`, where the type has one, is the document itself."""
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    values = {name: converted[name] if name in converted else doc[name] for name in names if name != "raw"}
+    return cls(**values, **({"raw": doc} if "raw" in names else {}))
+
+
 def _time(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text)
 
@@ -53,8 +62,13 @@ def _assignment(doc: dict[str, list[Json]]) -> dict[str, list[TopicPartition]]:
     return {member: [TopicPartition.from_json(p) for p in held] for member, held in doc.items()}
 
 
-def _owner(assignment: dict[str, list[TopicPartition]]) -> dict[TopicPartition, str]:
-    return {tp: member for member, held in assignment.items() for tp in held}
+class _HoldsAssignment:
+    assignment: dict[str, list[TopicPartition]]  # consumer → its partitions
+
+    @property
+    def owner(self) -> dict[TopicPartition, str]:
+        """Partition → the consumer it is assigned to."""
+        return {tp: member for member, held in self.assignment.items() for tp in held}
 
 
 @dataclass(frozen=True)
@@ -63,10 +77,6 @@ class ConsumerLoad:
     load: float
     utilization: float
     partition_count: int
-
-    @classmethod
-    def from_json(cls, doc: Json) -> ConsumerLoad:
-        return cls(doc["id"], doc["load"], doc["utilization"], doc["partition_count"])
 
 
 @dataclass(frozen=True)
@@ -80,7 +90,7 @@ class Move:
 
     @classmethod
     def from_json(cls, doc: Json) -> Move:
-        return cls(TopicPartition.from_json(doc), doc["from"], doc["to"], doc["rate"])
+        return _build(cls, doc, partition=TopicPartition.from_json(doc), from_=doc["from"])
 
 
 class DeltaCell(NamedTuple):
@@ -101,7 +111,8 @@ class Delta:
     @classmethod
     def from_json(cls, doc: Json) -> Delta:
         columns = [TopicPartition.from_json(p) for p in doc["columns"]]
-        return cls(doc["rows"], columns, [DeltaCell(*cell) for cell in doc["cells"]], doc.get("matrix"))
+        cells = [DeltaCell(*cell) for cell in doc["cells"]]
+        return _build(cls, doc, columns=columns, cells=cells, matrix=doc.get("matrix"))
 
 
 @dataclass(frozen=True)
@@ -114,11 +125,11 @@ class OverloadedPartition:
 
     @classmethod
     def from_json(cls, doc: Json) -> OverloadedPartition:
-        return cls(TopicPartition.from_json(doc), doc["rate"], doc["consumer"])
+        return _build(cls, doc, partition=TopicPartition.from_json(doc))
 
 
 @dataclass(frozen=True)
-class Assignment:
+class Assignment(_HoldsAssignment):
     """The answer of POST /v1/assign."""
 
     algorithm: str
@@ -138,35 +149,21 @@ class Assignment:
     version: int | None
     raw: Json = field(repr=False, compare=False)
 
-    @property
-    def owner(self) -> dict[TopicPartition, str]:
-        """Partition → the consumer it is assigned to."""
-        return _owner(self.assignment)
-
     @classmethod
     def from_json(cls, doc: Json) -> Assignment:
-        return cls(
-            algorithm=doc["algorithm"],
-            capacity=doc["capacity"],
+        return _build(
+            cls,
+            doc,
             assignment=_assignment(doc["assignment"]),
-            consumers=[ConsumerLoad.from_json(c) for c in doc["consumers"]],
+            consumers=[_build(ConsumerLoad, c) for c in doc["consumers"]],
             moves=[Move.from_json(m) for m in doc["moves"]],
             delta=Delta.from_json(doc["delta"]),
-            rscore=doc["rscore"],
-            consumer_count=doc["consumer_count"],
-            lower_bound=doc["lower_bound"],
             overloaded_partitions=[OverloadedPartition.from_json(p) for p in doc["overloaded_partitions"]],
-            overloaded_members=doc["overloaded_members"],
-            recommended_consumers=doc["recommended_consumers"],
-            outputs=doc["outputs"],
-            group=doc["group"],
-            version=doc["version"],
-            raw=doc,
         )
 
 
 @dataclass(frozen=True)
-class GroupState:
+class GroupState(_HoldsAssignment):
     """A group's stored assignment (GET /v1/groups/{group})."""
 
     group: str
@@ -177,22 +174,9 @@ class GroupState:
     updated_at: dt.datetime
     raw: Json = field(repr=False, compare=False)
 
-    @property
-    def owner(self) -> dict[TopicPartition, str]:
-        """Partition → the consumer it is assigned to."""
-        return _owner(self.assignment)
-
     @classmethod
     def from_json(cls, doc: Json) -> GroupState:
-        return cls(
-            doc["group"],
-            doc["version"],
-            doc["algorithm"],
-            doc["capacity"],
-            _assignment(doc["assignment"]),
-            _time(doc["updated_at"]),
-            doc,
-        )
+        return _build(cls, doc, assignment=_assignment(doc["assignment"]), updated_at=_time(doc["updated_at"]))
 
 
 @dataclass(frozen=True)
@@ -209,15 +193,7 @@ class HistoryEntry:
 
     @classmethod
     def from_json(cls, doc: Json) -> HistoryEntry:
-        return cls(
-            doc["version"],
-            doc["algorithm"],
-            doc["rscore"],
-            doc["consumer_count"],
-            doc["moves_count"],
-            _time(doc["updated_at"]),
-            doc,
-        )
+        return _build(cls, doc, updated_at=_time(doc["updated_at"]))
 
 
 @dataclass(frozen=True)
@@ -242,7 +218,9 @@ class StoredRates:
     @classmethod
     def from_json(cls, doc: Json) -> StoredRates:
         partitions = [PartitionRate.from_json(p) for p in doc["partitions"]]
-        return cls(doc["group"], partitions, _time(doc["window_end"]), _time(doc["updated_at"]), doc)
+        return _build(
+            cls, doc, partitions=partitions, window_end=_time(doc["window_end"]), updated_at=_time(doc["updated_at"])
+        )
 
 
 @dataclass(frozen=True)
@@ -257,7 +235,7 @@ class RatesAck:
 
     @classmethod
     def from_json(cls, doc: Json) -> RatesAck:
-        return cls(doc["group"], doc["partition_count"], _time(doc["window_end"]), _time(doc["updated_at"]), doc)
+        return _build(cls, doc, window_end=_time(doc["window_end"]), updated_at=_time(doc["updated_at"]))
 
 
 @dataclass(frozen=True)
@@ -272,7 +250,7 @@ class AlgorithmInfo:
 
     @classmethod
     def from_json(cls, doc: Json) -> AlgorithmInfo:
-        return cls(doc["name"], doc["description"], doc["source"], doc["params"], doc)
+        return _build(cls, doc)
 
 
 @dataclass(frozen=True)
@@ -284,10 +262,6 @@ class LatencyFigures:
     p95: float | None
     p99: float | None
     max: float | None
-
-    @classmethod
-    def from_json(cls, doc: Json) -> LatencyFigures:
-        return cls(doc["p50"], doc["p90"], doc["p95"], doc["p99"], doc["max"])
 
 
 @dataclass(frozen=True)
@@ -307,16 +281,7 @@ class AlgorithmRun:
     @classmethod
     def from_json(cls, doc: Json) -> AlgorithmRun:
         latency = doc.get("latency")
-        return cls(
-            doc["iterations"],
-            doc["consumers"],
-            doc["rscore"],
-            doc["avg_consumers"],
-            doc["avg_rscore"],
-            doc["cbs"],
-            LatencyFigures.from_json(latency) if latency is not None else None,
-            doc,
-        )
+        return _build(cls, doc, latency=None if latency is None else _build(LatencyFigures, latency))
 
 
 @dataclass(frozen=True)
@@ -328,4 +293,4 @@ class Evaluation:
 
     @classmethod
     def from_json(cls, doc: Json) -> Evaluation:
-        return cls({name: AlgorithmRun.from_json(run) for name, run in doc["results"].items()}, doc)
+        return _build(cls, doc, results={name: AlgorithmRun.from_json(run) for name, run in doc["results"].items()})
