@@ -109,7 +109,7 @@ def _partition_json(value: tuple[Any, ...] | Mapping[str, Any]) -> Json:
     from its JSON form."""
     if isinstance(value, tuple):
         return (PartitionRate(*value) if len(value) > 2 else TopicPartition(*value)).to_json()
-    return dict(value)
+    return value if isinstance(value, dict) else dict(value)  # sent as it is, never changed
 
 
 def _assign_json(request: Mapping[str, Any]) -> Json:
