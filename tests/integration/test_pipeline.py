@@ -68,7 +68,7 @@ def test_rates_reach_the_service_within_10_percent(kafka_broker, live_service, s
     stop, counts = threading.Event(), dict.fromkeys(RATES, 0)
     producer = threading.Thread(target=produce, args=(kafka_broker.bootstrap_servers, topic, 90, stop, counts))
     producer.start()
-    observed, lags = None, []
+    observed, lags, last = None, [], {}
     service = GroupfitClient(live_service.url)
     try:
         deadline = time.monotonic() + 100
@@ -80,6 +80,7 @@ def test_rates_reach_the_service_within_10_percent(kafka_broker, live_service, s
                 assert error.code == "group_not_found"  # no complete window yet
                 continue
             lags.append(stored[0].lag if 0 in stored else None)
+            last = {p: round(stored[p].rate) for p in stored}
             if len(stored) == 4 and all(abs(stored[p].rate - RATES[p]) <= 0.1 * RATES[p] for p in RATES):
                 observed = stored
                 break
@@ -88,7 +89,7 @@ def test_rates_reach_the_service_within_10_percent(kafka_broker, live_service, s
         stop.set()
         producer.join()
         query.stop()
-    assert observed is not None, f"stored rates never came within 10% of {RATES}; last lags {lags[-3:]}"
+    assert observed is not None, f"stored rates never came within 10% of {RATES}: last {last}, lags {lags[-3:]}"
     assert sink.writes > 0 and sink.failures == 0
     hot_lags = [lag for lag in lags if lag is not None]
     assert len(hot_lags) >= 2 and hot_lags[-1] > hot_lags[0], "the stalled group's lag must grow as records arrive"
