@@ -232,7 +232,7 @@ def test_consumer_workloads_run_the_client_with_options_it_declares():
 
     controller = by_name["events-controller"]
     assert controller["command"] == ["python", "-m", "groupfit_client.controller", "controller"]
-    module = ROOT / "clients" / "python" / "groupfit_client" / "controller.py"
+    module = ROOT / "clients" / "python" / "groupfit_client" / "controller" / "__main__.py"
     assert {a for a in controller["args"] if a.startswith("--")} <= declared_flags(module)
     controller_deployment = next(w for w, _ in pod_specs() if w["metadata"]["name"] == "events-controller")
     assert controller_deployment["spec"]["replicas"] == 1

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+from groupfit_client import GroupfitClient, GroupfitError, PartitionRate
 
 log = logging.getLogger("groupfit.rates")
 
@@ -114,13 +115,14 @@ def consumer_lags(bootstrap: str, topics: list[str], group: str | None) -> dict[
 
 
 class ServiceSink:
-    """foreachBatch: fold the batch into the rate book, measure lags, PUT the rates. A failed write is
-    logged and the next batch sends the then-current state: it never stops the query."""
+    """foreachBatch: fold the batch into the rate book, measure lags, PUT the rates (the client retries
+    connection errors and 503). A failed write is logged and the next batch sends the then-current state:
+    it never stops the query."""
 
-    def __init__(self, options: JobOptions, client: httpx.Client | None = None) -> None:
+    def __init__(self, options: JobOptions, client: GroupfitClient | None = None) -> None:
         self.options = options
         self.book = RateBook(options.window_s)
-        self.client = client or httpx.Client(base_url=options.service_url, timeout=5.0)
+        self.client = client or GroupfitClient(options.service_url, timeout=5.0, retries=2, backoff_s=0.2)
         self.failures = 0
         self.writes = 0
 
@@ -142,36 +144,25 @@ class ServiceSink:
         except Exception as exc:
             log.warning("could not read the lag of %s: %s", self.options.consumer_group, exc)
             lags = {}
-        body = {
-            "partitions": [
-                {"topic": t, "partition": p, "rate": rate, **({"lag": lags[t, p]} if (t, p) in lags else {})}
-                for (t, p), rate in sorted(rates.items())
-            ],
-            "window_end": window_end.isoformat().replace("+00:00", "Z"),
-        }
-        self.put(body)
+        self.put([PartitionRate(t, p, rate, lags.get((t, p))) for (t, p), rate in sorted(rates.items())], window_end)
         log.info(
             "batch %s: %d partitions, window ending %s, %.0f ms",
             batch_id,
             len(rates),
-            body["window_end"],
+            window_end.isoformat(),
             (time.perf_counter() - started) * 1000,
         )
 
-    def put(self, body: dict[str, Any], attempts: int = 3) -> bool:
-        path = f"/v1/groups/{self.options.service_group}/rates"
-        for attempt in range(attempts):
-            try:
-                response = self.client.put(path, json=body)
-                if response.status_code == 200:
-                    self.writes += 1
-                    return True
-                if response.status_code < 500:
-                    log.error("the service refused the rates: %s %s", response.status_code, response.text[:300])
-                    break
-            except httpx.HTTPError as exc:
-                log.warning("writing rates failed (attempt %d): %s", attempt + 1, exc)
-            time.sleep(0.2 * 2**attempt)
+    def put(self, partitions: list[PartitionRate], window_end: dt.datetime) -> bool:
+        try:
+            self.client.put_rates(self.options.service_group, partitions, window_end)
+        except GroupfitError as error:
+            log.error("the service refused the rates: %s", error)
+        except httpx.TransportError as error:
+            log.warning("writing rates failed after retries: %s", error)
+        else:
+            self.writes += 1
+            return True
         self.failures += 1
         return False
 

@@ -4,6 +4,7 @@ group protocol's assignment out, and every way the service can fail leading to t
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 
 import pytest
@@ -11,7 +12,7 @@ from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberAssignment,
     ConsumerProtocolMemberMetadata,
 )
-from groupfit_client import GroupfitClient
+from groupfit_client import GroupfitClient, PartitionRate
 from groupfit_client.assignor import groupfit_assignor, sticky_fallback
 
 RATES = {0: 70.0, 1: 50.0, 2: 30.0, 3: 20.0, 4: 10.0, 5: 10.0}
@@ -47,7 +48,7 @@ def held(result: dict[str, ConsumerProtocolMemberAssignment]) -> dict[str, set[i
 def group(live_service) -> str:
     name = f"leader-{uuid.uuid4().hex[:6]}"
     GroupfitClient(live_service.url).put_rates(
-        name, [{"topic": "t", "partition": p, "rate": r} for p, r in RATES.items()], "2026-11-22T10:00:00Z"
+        name, [PartitionRate("t", p, r) for p, r in RATES.items()], "2026-11-22T10:00:00Z"
     )
     return name
 
@@ -58,7 +59,7 @@ def test_leader_returns_the_services_assignment_keyed_by_member_id(live_service,
     result = assignor.assign(Cluster({"t": 6}), members)
     assert assignor.last_source == "service"
     stored = GroupfitClient(live_service.url).group(group)
-    by_identity = {m: {p["partition"] for p in ps} for m, ps in stored["assignment"].items()}
+    by_identity = {m: {p.partition for p in ps} for m, ps in stored.assignment.items()}
     assert held(result) == {"member-1": by_identity["a"], "member-2": by_identity["b"], "member-3": by_identity["c"]}
     assert all(sum(RATES[p] for p in ps) <= 100 for ps in by_identity.values())
     assert {json.loads(a.user_data)["generation"] for a in result.values()} == {0}
@@ -68,15 +69,26 @@ def test_leader_asks_with_the_smallest_advertised_capacity(live_service, group):
     assignor = groupfit_assignor(live_service.url, group, "a", capacity=1000)
     assignor.assign(Cluster({"t": 6}), {"m1": member("a", 80), "m2": member("b", 120), "m3": member("c", 100)})
     stored = GroupfitClient(live_service.url).group(group)
-    assert stored["capacity"] == 80
-    assert all(sum(RATES[p["partition"]] for p in ps) <= 80 for ps in stored["assignment"].values())
+    assert stored.capacity == 80
+    assert all(sum(RATES[p.partition] for p in ps) <= 80 for ps in stored.assignment.values())
 
 
 def test_members_repeating_an_identity_get_distinct_partitions(live_service, group):
     assignor = groupfit_assignor(live_service.url, group, "a", capacity=100)
     result = held(assignor.assign(Cluster({"t": 6}), {"m1": member("a"), "m2": member("a"), "m3": member("b")}))
     assert sorted(p for ps in result.values() for p in ps) == list(range(6))
-    assert set(GroupfitClient(live_service.url).group(group)["assignment"]) == {"a", "b", "m2"}
+    assert set(GroupfitClient(live_service.url).group(group).assignment) == {"a", "b", "m2"}
+
+
+def test_too_few_members_is_logged_with_the_recommended_count(live_service, group, caplog):
+    assignor = groupfit_assignor(live_service.url, group, "a", capacity=100)
+    with caplog.at_level(logging.WARNING, logger="groupfit.assignor"):
+        result = held(assignor.assign(Cluster({"t": 6}), {"m1": member("a")}))  # 190 of rates, one member
+    assert assignor.last_source == "service" and result == {"m1": set(RATES)}
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [
+        f"group {group!r}: members ['a'] are over capacity 100; groupfit recommends 2 consumers (the group has 1)"
+    ]
 
 
 def test_a_group_without_rates_is_balanced_locally(live_service):

@@ -1,15 +1,44 @@
-"""The HTTP client against the live service, and its field names against openapi/openapi.json."""
+"""The HTTP client against the live service (typed results, quoted paths, the sync and async clients alike),
+its retry and timeout rules against recording transports, and its calls against openapi/openapi.json."""
 
 from __future__ import annotations
 
-import ast
+import asyncio
+import dataclasses
+import datetime as dt
 import json
+import re
+import subprocess
+import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
-from groupfit_client import AsyncGroupfitClient, GroupfitClient, GroupfitError
+from groupfit_client import (
+    AlgorithmInfo,
+    AlgorithmRun,
+    Assignment,
+    AsyncGroupfitClient,
+    ConsumerLoad,
+    Delta,
+    Evaluation,
+    GroupfitClient,
+    GroupfitError,
+    GroupState,
+    HistoryEntry,
+    LatencyFigures,
+    Move,
+    OverloadedPartition,
+    PartitionRate,
+    RatesAck,
+    StoredRates,
+    TopicPartition,
+    _core,
+)
+from groupfit_client.client import _ClientBase, _Method
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUEST = {
@@ -17,21 +46,47 @@ REQUEST = {
     "capacity": 10,
     "partitions": [{"topic": "t", "partition": p, "rate": 4} for p in range(5)],
 }
+RATES = [PartitionRate("t", p, 4.0, lag=p * 10) for p in range(5)]
+WINDOW_END = "2026-11-22T10:00:00Z"
+STREAM = [{"t": {"0": 4.0, "1": 6.0, "2": 3.0}}, {"t": {"0": 7.0, "1": 2.0, "2": 5.0}}]
+
+
+def fresh_group(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+def stored_group(client: GroupfitClient, name: str) -> str:
+    """A group with rates and one stored assignment."""
+    client.put_rates(name, RATES, WINDOW_END)
+    client.assign_idempotent({"algorithm": "bfd", "capacity": 10, "group": name})
+    return name
 
 
 def test_sync_client_round_trip(live_service):
-    group = f"client-{uuid.uuid4().hex[:6]}"
+    group = fresh_group("client")
     with GroupfitClient(live_service.url) as client:
         assert client.healthy()
-        assert "mwf" in {a["name"] for a in client.algorithms()}
-        answer = client.assign_idempotent({**REQUEST, "group": group})
-        assert answer["version"] == 1 and answer["consumer_count"] == 3
-        assert client.group(group)["version"] == 1
-        assert client.history(group)[0]["version"] == 1
-        client.put_rates(group, [{"topic": "t", "partition": 0, "rate": 3.0}], "2026-11-22T10:00:00Z")
-        assert client.rates(group)["partitions"][0]["rate"] == 3.0
+        assert "mwf" in {a.name for a in client.algorithms()}
+        ack = client.put_rates(group, RATES, dt.datetime(2026, 11, 22, 10, tzinfo=dt.UTC))
+        assert (ack.group, ack.partition_count, ack.window_end) == (
+            group,
+            5,
+            dt.datetime(2026, 11, 22, 10, tzinfo=dt.UTC),
+        )
+        answer = client.assign_idempotent({"algorithm": "bfd", "capacity": 10, "group": group})
+        assert isinstance(answer, Assignment) and answer.version == 1 and answer.consumer_count == 3
+        assert answer.raw["version"] == 1  # the JSON document stays reachable
+        assert sorted(answer.owner) == [TopicPartition("t", p) for p in range(5)]
+        assert all(isinstance(tp, TopicPartition) for held in answer.assignment.values() for tp in held)
+        assert {c.id for c in answer.consumers} == set(answer.assignment)
+        stored = client.group(group)
+        assert (stored.version, stored.assignment) == (1, answer.assignment)
+        assert [entry.version for entry in client.history(group)] == [1]
+        rates = client.rates(group)
+        assert rates.rates == {TopicPartition("t", p): 4.0 for p in range(5)}
+        assert rates.lags[TopicPartition("t", 3)] == 30
         with pytest.raises(GroupfitError) as error:
-            client.assign({**REQUEST, "group": group, "expected_version": 0})
+            client.assign({"algorithm": "bfd", "capacity": 10, "group": group, "expected_version": 0})
         assert error.value.code == "version_conflict" and error.value.status == 409
         assert error.value.details["current_version"] == 1
         client.delete_group(group)
@@ -40,73 +95,297 @@ def test_sync_client_round_trip(live_service):
         assert error.value.code == "group_not_found"
 
 
-async def test_async_client(live_service):
-    group = f"async-{uuid.uuid4().hex[:6]}"
-    async with AsyncGroupfitClient(live_service.url) as client:
-        answer = await client.assign(REQUEST)
-        assert answer["lower_bound"] == 2
-        assert "bfd" in {a["name"] for a in await client.algorithms()}
-        assert (await client.assign_idempotent({**REQUEST, "group": group}))["version"] == 1
-        assert (await client.history(group))[0]["version"] == 1
-        await client.put_rates(group, [{"topic": "t", "partition": 0, "rate": 1.0}], "2026-11-22T10:00:00Z")
-        assert (await client.rates(group))["partitions"][0]["rate"] == 1.0
-        await client.delete_group(group)
-        with pytest.raises(GroupfitError) as error:
-            await client.assign({**REQUEST, "algorithm": "nope"})
-        assert error.value.code == "unknown_algorithm"
+def test_moves_and_delta_are_typed(live_service):
+    group = fresh_group("moves")
+    with GroupfitClient(live_service.url) as client:
+        client.assign_idempotent({**REQUEST, "group": group})
+        heavier = [PartitionRate("t", p, 9.0 if p == 0 else 4.0) for p in range(5)]  # t/0 no longer fits beside one
+        answer = client.assign_idempotent({**REQUEST, "partitions": heavier, "group": group}, dense=True)
+    assert answer.moves and all(isinstance(m, Move) and m.from_ != m.to for m in answer.moves)
+    moved = {m.partition for m in answer.moves}
+    assert all(answer.owner[m.partition] == m.to for m in answer.moves)
+    stops = {answer.delta.columns[cell.column] for cell in answer.delta.cells if cell.change == -1}
+    assert stops == moved
+    assert answer.delta.matrix is not None and len(answer.delta.matrix) == len(answer.delta.rows)
 
 
-def test_retries_503_only_when_safe():
-    calls = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        calls.append(request)
-        if len(calls) < 3:
-            return httpx.Response(
-                503, json={"error": {"code": "store_unavailable", "message": "down.", "details": None}}
-            )
-        return httpx.Response(200, json={"ok": True})
-
-    client = GroupfitClient("http://x", backoff_s=0, transport=httpx.MockTransport(handler))
-    assert client.assign({**REQUEST, "group": "g"}, idempotency_key="k") == {"ok": True}
-    assert len(calls) == 3 and calls[0].headers["idempotency-key"] == "k"
-    calls.clear()
-    with pytest.raises(GroupfitError) as error:
-        client.assign({**REQUEST, "group": "g"})  # a stateful write without a key is never repeated
-    assert error.value.code == "store_unavailable" and len(calls) == 1
+def test_an_overloaded_member_is_reported(live_service):
+    with GroupfitClient(live_service.url) as client:
+        answer = client.assign({**REQUEST, "members": ["only"]})
+    assert answer.overloaded_members == ["only"] and answer.recommended_consumers == 3  # two rates of 4 per 10
 
 
-def test_retries_connection_errors_then_raises():
+def test_a_partition_over_capacity_is_reported(live_service):
+    with GroupfitClient(live_service.url) as client:
+        answer = client.assign({**REQUEST, "partitions": [PartitionRate("t", 0, 12.0)]})
+    assert answer.overloaded_partitions == [
+        OverloadedPartition(TopicPartition("t", 0), 12.0, answer.owner[TopicPartition("t", 0)])
+    ]
+
+
+# -- group names are one path segment, whatever they hold ------------------------------------------
+
+# The group name pattern allows every printable ASCII character but space and '/': these would, unquoted,
+# end the path ('#', '?'), be decoded into another name ('%2F') or be dropped by URL normalisation ('.').
+AWKWARD_NAMES = ["a#b", "a?b=c", "a%2Fb", "a%b", "..", ".", "a&b+c", "~a!b"]
+
+
+@pytest.mark.parametrize("name", AWKWARD_NAMES)
+def test_group_names_reach_the_service_whole(live_service, name):
+    name = f"{name}-{uuid.uuid4().hex[:4]}" if name not in (".", "..") else name
+    with GroupfitClient(live_service.url) as client:
+        try:
+            assert client.put_rates(name, RATES, WINDOW_END).group == name
+            assert client.assign_idempotent({"algorithm": "bfd", "capacity": 10, "group": name}).group == name
+            assert client.group(name).group == name
+            assert client.rates(name).group == name
+            assert [entry.version for entry in client.history(name)] == [1]
+            prefix = re.split(r"[#?%]", name)[0]
+            if prefix != name:  # what an unquoted path would have named: never touched
+                with pytest.raises(GroupfitError) as error:
+                    client.group(prefix)
+                assert error.value.code == "group_not_found"
+        finally:
+            client.delete_group(name)
+        with pytest.raises(GroupfitError):
+            client.rates(name)
+
+
+def test_every_path_segment_is_quoted():
+    assert _core.path("v1", "groups", "a#b") == "/v1/groups/a%23b"
+    assert _core.path("v1", "groups", "a/b", "rates") == "/v1/groups/a%2Fb/rates"
+    assert _core.path("v1", "groups", "..") == "/v1/groups/%2E%2E"
+    seen: list[bytes] = []
+    transport = httpx.MockTransport(lambda request: seen.append(request.url.raw_path) or httpx.Response(204))
+    with GroupfitClient("http://groupfit", transport=transport) as client:
+        client.delete_group("a#b?c")
+    assert seen == [b"/v1/groups/a%23b%3Fc"]
+
+
+# -- the sync and async clients: the same calls, the same typed results ---------------------------
+
+# Each public method: its arguments for a group that holds rates and one assignment, and its result type.
+CALLS: dict[str, tuple[Callable[[str], tuple[tuple, dict]], Any]] = {
+    "assign": (lambda g: ((REQUEST,), {"dense": True}), Assignment),
+    "assign_idempotent": (lambda g: (({**REQUEST, "group": g, "dry_run": True},), {}), Assignment),
+    "algorithms": (lambda g: ((), {}), AlgorithmInfo),
+    "group": (lambda g: ((g,), {}), GroupState),
+    "history": (lambda g: ((g,), {"limit": 5}), HistoryEntry),
+    "delete_group": (lambda g: ((g,), {}), type(None)),
+    "put_rates": (lambda g: ((g, RATES, WINDOW_END), {}), RatesAck),
+    "rates": (lambda g: ((g,), {}), StoredRates),
+    "evaluate": (lambda g: ((STREAM, 10.0, ["bfd", "mwf"]), {"latency": {"consumer_throughput": 12.0}}), Evaluation),
+    "healthy": (lambda g: ((), {"timeout": 2.0}), bool),
+}
+MUTATING = {"delete_group", "put_rates"}  # each client gets its own group
+
+
+def test_every_method_is_in_the_comparison():
+    methods = {name for name, value in vars(_ClientBase).items() if isinstance(value, _Method)}
+    assert methods == set(CALLS)
+    assert all(hasattr(GroupfitClient, m) and hasattr(AsyncGroupfitClient, m) for m in methods)
+
+
+def without_times(result: Any) -> Any:
+    """A put_rates acknowledgement without what differs between two writes (when, and to which group)."""
+    return dataclasses.replace(result, group="", updated_at=None) if isinstance(result, RatesAck) else result
+
+
+@pytest.mark.parametrize("method", sorted(CALLS))
+def test_sync_and_async_clients_give_the_same_typed_results(live_service, method):
+    arguments, result_type = CALLS[method]
+    with GroupfitClient(live_service.url) as client:
+        sync_group = stored_group(client, fresh_group("same"))
+        async_group = stored_group(client, fresh_group("same")) if method in MUTATING else sync_group
+        args, kwargs = arguments(sync_group)
+        blocking = getattr(client, method)(*args, **kwargs)
+
+    async def awaited() -> Any:
+        async with AsyncGroupfitClient(live_service.url) as async_client:
+            args, kwargs = arguments(async_group)
+            return await getattr(async_client, method)(*args, **kwargs)
+
+    result = asyncio.run(awaited())
+    items = result if isinstance(result, list) else [result]
+    assert items and all(isinstance(item, result_type) for item in items)
+    assert without_times(result) == without_times(blocking)
+    if isinstance(result, Evaluation):
+        assert set(result.results) == {"bfd", "mwf"}
+        assert all(isinstance(run.latency, LatencyFigures) and run.iterations == 2 for run in result.results.values())
+
+
+# -- per-call timeout, retry safety ---------------------------------------------------------------
+
+
+def recording_transport(requests: list[httpx.Request], answers: list[tuple[int, dict]]) -> httpx.MockTransport:
+    """Records every request; answers (status, JSON body) with `answers` in turn, the last for ever after."""
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        requests.append(request)
+        status, body = answers[min(len(requests), len(answers)) - 1]
+        return httpx.Response(status, json=body)
+
+    return httpx.MockTransport(handle)
+
+
+def test_per_call_timeout_reaches_the_transport_and_leaves_the_client_alone():
+    requests: list[httpx.Request] = []
+    algorithms = (200, {"algorithms": []})
+    with GroupfitClient("http://groupfit", timeout=5.0, transport=recording_transport(requests, [algorithms])) as c:
+        c.algorithms(timeout=0.25)
+        c.algorithms()
+        assert c.http.timeout == httpx.Timeout(5.0)
+
+    async def awaited() -> None:
+        transport = recording_transport(requests, [algorithms])
+        async with AsyncGroupfitClient("http://groupfit", timeout=5.0, transport=transport) as client:
+            await client.algorithms(timeout=0.25)
+
+    asyncio.run(awaited())
+    reads = [request.extensions["timeout"]["read"] for request in requests]
+    assert reads == [0.25, 5.0, 0.25]
+
+
+UNAVAILABLE = (503, {"error": {"code": "store_unavailable", "message": "down.", "details": None}})
+OK = (200, {"algorithms": []})
+
+
+@pytest.mark.parametrize(
+    ("call", "attempts"),
+    [
+        (lambda c: c.assign({**REQUEST, "group": "g"}), 1),  # stores a version: never sent twice
+        (lambda c: c.assign({**REQUEST, "group": "g"}, idempotency_key="k"), 3),
+        (lambda c: c.assign_idempotent({**REQUEST, "group": "g"}), 3),
+        (lambda c: c.assign({**REQUEST, "group": "g", "dry_run": True}), 3),
+        (lambda c: c.assign(REQUEST), 3),  # stores nothing
+        (lambda c: c.put_rates("g", RATES, WINDOW_END), 3),
+        (lambda c: c.healthy(), 1),  # a probe answers for now
+    ],
+    ids=["stateful-assign", "keyed-assign", "idempotent-assign", "dry-run", "stateless-assign", "put-rates", "healthy"],
+)
+def test_503_is_retried_only_when_repeating_is_safe(call, attempts):
+    requests: list[httpx.Request] = []
+    transport = recording_transport(requests, [UNAVAILABLE])
+    with GroupfitClient("http://groupfit", retries=2, backoff_s=0, transport=transport) as client:
+        try:
+            outcome = call(client)
+        except GroupfitError as error:
+            outcome = error
+    assert len(requests) == attempts
+    if isinstance(outcome, GroupfitError):
+        assert outcome.code == "store_unavailable" and outcome.status == 503
+    else:
+        assert outcome is False  # healthy() answers, never raises
+    keys = {request.headers.get("idempotency-key") for request in requests}
+    assert len(keys) == 1  # a retry repeats the same key
+
+
+def test_a_retry_that_succeeds_gives_the_answer():
+    requests: list[httpx.Request] = []
+    transport = recording_transport(requests, [UNAVAILABLE, OK])
+    with GroupfitClient("http://groupfit", backoff_s=0, transport=transport) as client:
+        assert client.algorithms() == []
+    assert len(requests) == 2
+
+
+def test_connection_errors_are_retried_then_raised():
     client = GroupfitClient("http://127.0.0.1:1", retries=2, backoff_s=0, timeout=0.5)
     with pytest.raises(httpx.TransportError):
         client.algorithms()
     assert not client.healthy()
 
 
-def test_client_paths_and_fields_exist_in_the_contract():
-    """Every path the client calls and every body field it sends is in openapi/openapi.json."""
+def test_a_naive_window_end_is_refused_before_sending():
+    with pytest.raises(ValueError, match="time zone"):
+        _core.put_rates("g", RATES, dt.datetime(2026, 11, 22, 10))
+
+
+def test_the_package_imports_with_httpx_alone():
+    """The assignor (aiokafka) and the controller (confluent-kafka) load on first use only."""
+    code = (
+        "import sys; sys.modules['aiokafka'] = None; sys.modules['confluent_kafka'] = None\n"
+        "import groupfit_client as g\n"
+        "assert {'GroupfitClient', 'groupfit_assignor', 'Controller'} <= set(g.__all__)\n"
+        "try:\n    g.groupfit_assignor\nexcept ImportError:\n    print('lazy')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "lazy", done.stderr
+    import groupfit_client
+
+    assert all(hasattr(groupfit_client, name) for name in groupfit_client.__all__)
+    assert (ROOT / "clients" / "python" / "groupfit_client" / "py.typed").exists()
+
+
+# -- the contract ---------------------------------------------------------------------------------
+
+
+def operation(spec: dict, call: _core.Call) -> dict:
+    """The OpenAPI operation `call` requests (its path matched against the templates)."""
+    for template, operations in spec["paths"].items():
+        pattern = "^" + re.sub(r"\\{[a-z_]+\\}", "[^/]+", re.escape(template)) + "$"
+        if re.match(pattern, call.path) and call.method.lower() in operations:
+            return operations[call.method.lower()]
+    raise AssertionError(f"{call.method} {call.path} is not in openapi/openapi.json")
+
+
+def schema_of(spec: dict, node: dict) -> dict:
+    return spec["components"]["schemas"][node["$ref"].rsplit("/", 1)[1]]
+
+
+def wire_fields(result_type: type) -> set[str]:
+    """The JSON fields a result type reads: its own, with a TopicPartition standing for topic and partition."""
+    names = {"from" if f.name == "from_" else f.name for f in dataclasses.fields(result_type) if f.name != "raw"}
+    return names | {"topic"} if result_type in (Move, OverloadedPartition) else names
+
+
+def test_client_calls_and_results_match_the_contract():
+    """Every call's method, path, query, headers and body fields are in openapi/openapi.json, and every typed
+    result has exactly the fields of the answer's schema."""
     spec = json.loads((ROOT / "openapi" / "openapi.json").read_text())
-    paths = {path.replace("{group}", "{}") for path in spec["paths"]}
-    source = (ROOT / "clients" / "python" / "groupfit_client" / "http.py").read_text()
-    used = set()
-    tree = ast.parse(source)
-    pieces = {id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for v in node.values}
-    for node in ast.walk(tree):
-        if id(node) in pieces:
-            continue
-        if isinstance(node, ast.JoinedStr):
-            text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
-            if text.startswith("/v1/"):
-                used.add(text)
-        elif (
-            isinstance(node, ast.Constant)
-            and isinstance(node.value, str)
-            and node.value.startswith(("/v1/", "/readyz"))
-        ):
-            used.add(node.value)
-    assert used and used <= paths, used - paths
+    answers = {}
+    for name, (arguments, _) in CALLS.items():
+        args, kwargs = arguments("g#1")
+        if name == "assign":
+            kwargs["idempotency_key"] = "k"
+        call = getattr(_core, name)(*args, **kwargs)
+        op = operation(spec, call)
+        declared = {(p["in"], p["name"].lower()) for p in op.get("parameters", [])}
+        assert {("query", q) for q in call.params} <= declared, name
+        assert {("header", h.lower()) for h in call.headers} <= declared, name
+        if call.json is not None:
+            body = schema_of(spec, op["requestBody"]["content"]["application/json"]["schema"])
+            assert set(call.json) <= set(body["properties"]), name
+        content = op["responses"].get("200", {}).get("content", {}).get("application/json")
+        if content:
+            answers[name] = content["schema"]["$ref"].rsplit("/", 1)[1]
     schemas = spec["components"]["schemas"]
-    assert {"partitions", "window_end"} <= set(schemas["RatesUpdate"]["properties"])
-    assert {"stream", "capacity", "algorithms", "latency"} <= set(schemas["EvaluateRequest"]["properties"])
-    assign_fields = set(schemas["AssignRequest"]["properties"])
-    assert {"algorithm", "capacity", "group", "members", "partitions", "dry_run"} <= assign_fields
+    partition_fields = set(schemas["PartitionRate"]["properties"])
+    assert set(PartitionRate._fields) == partition_fields and set(TopicPartition._fields) <= partition_fields
+    assert answers == {
+        "assign": "AssignResponse",
+        "assign_idempotent": "AssignResponse",
+        "algorithms": "AlgorithmList",
+        "group": "GroupState",
+        "history": "GroupHistory",
+        "put_rates": "RatesAck",
+        "rates": "StoredRates",
+        "evaluate": "EvaluateResponse",
+        "healthy": "Health",
+    }
+    typed = {
+        Assignment: "AssignResponse",
+        ConsumerLoad: "ConsumerLoad",
+        Move: "Move",
+        Delta: "Delta",
+        OverloadedPartition: "OverloadedPartition",
+        GroupState: "GroupState",
+        HistoryEntry: "HistoryEntry",
+        StoredRates: "StoredRates",
+        RatesAck: "RatesAck",
+        AlgorithmInfo: "AlgorithmInfo",
+        Evaluation: "EvaluateResponse",
+        AlgorithmRun: "AlgorithmRun",
+        LatencyFigures: "LatencyFigures",
+    }
+    for result_type, schema in typed.items():
+        assert wire_fields(result_type) == set(schemas[schema]["properties"]), result_type.__name__

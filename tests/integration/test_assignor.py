@@ -10,7 +10,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from groupfit_client import AsyncGroupfitClient
+from groupfit_client import AsyncGroupfitClient, PartitionRate
 from groupfit_client.assignor import groupfit_assignor
 
 from tests.conftest import LiveService
@@ -65,9 +65,7 @@ def consumer(bootstrap: str, topic: str, group: str, assignor: type) -> AIOKafka
 
 
 async def put_rates(service: AsyncGroupfitClient, group: str, topic: str) -> None:
-    await service.put_rates(
-        group, [{"topic": topic, "partition": p, "rate": r} for p, r in RATES.items()], "2026-11-22T10:00:00Z"
-    )
+    await service.put_rates(group, [PartitionRate(topic, p, r) for p, r in RATES.items()], "2026-11-22T10:00:00Z")
 
 
 async def settle(consumers: list[AIOKafkaConsumer], partitions: int, seconds: float = 60) -> dict[int, set[int]]:
@@ -95,7 +93,7 @@ async def test_group_ends_up_with_the_services_assignment(kafka_broker, live_ser
     try:
         owned = await settle(members, len(RATES))
         stored = await service.group(group)
-        service_view = {m: {p["partition"] for p in held} for m, held in stored["assignment"].items()}
+        service_view = {m: {p.partition for p in held} for m, held in stored.assignment.items()}
         assert {f"m{i + 1}": ps for i, ps in owned.items()} == service_view
         # Loads respect the capacity: 70+30 and 50+20+10+10 or similar, never 70+50.
         for held in service_view.values():
@@ -103,20 +101,20 @@ async def test_group_ends_up_with_the_services_assignment(kafka_broker, live_ser
         # Every partition is read once, whole, by the member the service gave it to.
         produce(kafka_broker.bootstrap_servers, topic)
         assert await consume(members) == Counter({(i, p): RECORDS_PER_PARTITION for i, ps in owned.items() for p in ps})
-        version = stored["version"]
+        version = stored.version
         # A member that holds partitions leaves: the leader asks the service again, which moves its partitions.
         leaving = max(owned, key=lambda i: len(owned[i]))
         await members[leaving].stop()
         remaining = [c for i, c in enumerate(members) if i != leaving]
         names = [f"m{i + 1}" for i in range(3) if i != leaving]
         deadline = asyncio.get_running_loop().time() + 60
-        while stored["version"] == version and asyncio.get_running_loop().time() < deadline:
+        while stored.version == version and asyncio.get_running_loop().time() < deadline:
             await asyncio.gather(*(c.getmany(timeout_ms=300) for c in remaining))
             stored = await service.group(group)
-        assert stored["version"] > version and set(stored["assignment"]) == set(names)
+        assert stored.version > version and set(stored.assignment) == set(names)
         owned = await settle(remaining, len(RATES))
         assert {names[i]: ps for i, ps in owned.items()} == {
-            m: {p["partition"] for p in held} for m, held in stored["assignment"].items()
+            m: {p.partition for p in held} for m, held in stored.assignment.items()
         }
     finally:
         for c in members:

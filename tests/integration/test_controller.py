@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from groupfit_client import GroupfitClient
+from groupfit_client import GroupfitClient, PartitionRate
 from groupfit_client.controller import Controller, LocalProcesses
 
 pytestmark = pytest.mark.integration
@@ -55,9 +55,7 @@ def test_controller_moves_partitions_without_loss_or_double_reads(kafka_broker, 
 
     def put_rates(rates: list[float], minute: int) -> None:
         service.put_rates(
-            group,
-            [{"topic": topic, "partition": p, "rate": r} for p, r in enumerate(rates)],
-            f"2026-11-22T10:0{minute}:00Z",
+            group, [PartitionRate(topic, p, r) for p, r in enumerate(rates)], f"2026-11-22T10:0{minute}:00Z"
         )
 
     record_log = tmp_path / "records.log"

@@ -61,7 +61,7 @@ def test_service_restart_during_load_creates_no_duplicate_versions(live_service)
         with GroupfitClient(live_service.url, timeout=5, retries=8, backoff_s=0.25) as client:
             for _ in range(30):
                 try:
-                    answered.append(client.assign_idempotent(request)["version"])
+                    answered.append(client.assign_idempotent(request).version)
                 except (GroupfitError, httpx.HTTPError) as exc:
                     failures.append(exc)
 

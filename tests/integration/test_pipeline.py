@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 import time
 import uuid
 
-import httpx
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from groupfit_client import GroupfitClient, GroupfitError, PartitionRate
 
 from app.pipeline.job import JobOptions, ServiceSink, start
 
@@ -67,25 +68,44 @@ def test_rates_reach_the_service_within_10_percent(kafka_broker, live_service, s
     stop, counts = threading.Event(), dict.fromkeys(RATES, 0)
     producer = threading.Thread(target=produce, args=(kafka_broker.bootstrap_servers, topic, 90, stop, counts))
     producer.start()
-    observed, lags = None, []
+    observed, lags, last = None, [], {}
+    service = GroupfitClient(live_service.url)
     try:
         deadline = time.monotonic() + 100
         while time.monotonic() < deadline:
             time.sleep(2)
-            response = httpx.get(f"{live_service.url}/v1/groups/{group}/rates", timeout=5)
-            if response.status_code != 200:
+            try:
+                stored = {p.partition: p for p in service.rates(group).partitions}
+            except GroupfitError as error:
+                assert error.code == "group_not_found"  # no complete window yet
                 continue
-            stored = {p["partition"]: p for p in response.json()["partitions"]}
-            lags.append(stored.get(0, {}).get("lag"))
-            if len(stored) == 4 and all(abs(stored[p]["rate"] - RATES[p]) <= 0.1 * RATES[p] for p in RATES):
+            lags.append(stored[0].lag if 0 in stored else None)
+            last = {p: round(stored[p].rate) for p in stored}
+            if len(stored) == 4 and all(abs(stored[p].rate - RATES[p]) <= 0.1 * RATES[p] for p in RATES):
                 observed = stored
                 break
     finally:
+        service.close()
         stop.set()
         producer.join()
         query.stop()
-    assert observed is not None, f"stored rates never came within 10% of {RATES}; last lags {lags[-3:]}"
+    assert observed is not None, f"stored rates never came within 10% of {RATES}: last {last}, lags {lags[-3:]}"
     assert sink.writes > 0 and sink.failures == 0
     hot_lags = [lag for lag in lags if lag is not None]
     assert len(hot_lags) >= 2 and hot_lags[-1] > hot_lags[0], "the stalled group's lag must grow as records arrive"
     assert hot_lags[-1] <= counts[0]
+
+
+def test_a_refused_or_unsent_write_is_counted_and_never_raises(live_service):
+    """The sink's writes go through the client; a write the service refuses, or one that cannot reach it,
+    is logged and counted, and the next batch still writes."""
+    options = JobOptions("127.0.0.1:1", ["t"], live_service.url, f"svc-{uuid.uuid4().hex[:6]}#1")
+    sink = ServiceSink(options)
+    window_end = dt.datetime(2026, 11, 22, 10, tzinfo=dt.UTC)
+    assert not sink.put([PartitionRate("t", 0, -1.0)], window_end)  # a negative rate: invalid_rate
+    assert sink.put([PartitionRate("t", 0, 5.0, lag=7)], window_end)
+    stored = GroupfitClient(live_service.url).rates(options.service_group)
+    assert stored.partitions == [PartitionRate("t", 0, 5.0, 7)] and stored.window_end == window_end
+    down = ServiceSink(options, GroupfitClient("http://127.0.0.1:1", retries=1, backoff_s=0, timeout=0.5))
+    assert not down.put([PartitionRate("t", 0, 5.0)], window_end)
+    assert (sink.writes, sink.failures, down.writes, down.failures) == (1, 1, 0, 1)

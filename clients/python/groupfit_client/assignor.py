@@ -32,11 +32,12 @@ from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberMetadata,
 )
 
-from groupfit_client.http import GroupfitClient, GroupfitError
+from groupfit_client.client import GroupfitClient
+from groupfit_client.errors import GroupfitError
+from groupfit_client.results import PartitionRate, TopicPartition
 
 log = logging.getLogger("groupfit.assignor")
 
-TopicPartition = tuple[str, int]
 RatesFn = Callable[[list[TopicPartition]], Mapping[TopicPartition, float]]
 
 
@@ -61,7 +62,7 @@ class Member:
             return cls(
                 str(data["id"]),
                 float(capacity) if capacity else None,
-                frozenset((t, p) for t, p in data.get("owned", ())),
+                frozenset(TopicPartition(t, p) for t, p in data.get("owned", ())),
                 int(data.get("generation", -1)),
             )
         except (ValueError, KeyError, TypeError):
@@ -101,7 +102,7 @@ def groupfit_assignor(
 
         @classmethod
         def on_assignment(cls, assignment: ConsumerProtocolMemberAssignment) -> None:
-            cls.owned = sorted((t, p) for t, ps in assignment.assignment for p in ps)
+            cls.owned = sorted(TopicPartition(t, p) for t, ps in assignment.assignment for p in ps)
             try:
                 cls.generation = int(json.loads(assignment.user_data)["generation"])
             except (ValueError, KeyError, TypeError):
@@ -114,7 +115,7 @@ def groupfit_assignor(
             decoded = _distinct({member_id: Member.decode(member_id, meta) for member_id, meta in members.items()})
             identities = sorted(m.identity for m in decoded.values())
             topics = sorted({t for meta in members.values() for t in meta.subscription})
-            partitions = [(t, p) for t in topics for p in sorted(cluster.partitions_for_topic(t) or ())]
+            partitions = [TopicPartition(t, p) for t in topics for p in sorted(cluster.partitions_for_topic(t) or ())]
             advertised = [m.capacity for m in decoded.values() if m.capacity]
             started = time.perf_counter()
             try:
@@ -183,44 +184,43 @@ def _ask_service(
 ) -> dict[TopicPartition, str]:
     """The service's assignment, partition → identity, within the deadline (rates read included)."""
     deadline = time.monotonic() + deadline_s
-    client.http.timeout = deadline_s
-    lags: dict[TopicPartition, int] = {}
+    lags: dict[TopicPartition, float] = {}
     if rates is not None:
         known = dict(rates(partitions))
     else:
         try:
-            stored = client.rates(group)["partitions"]
+            stored = client.rates(group, timeout=deadline_s)
+            known, lags = stored.rates, stored.lags
         except GroupfitError as error:
             if error.code != "group_not_found":
                 raise
-            stored = []
-        known = {(p["topic"], p["partition"]): p["rate"] for p in stored}
-        lags = {(p["topic"], p["partition"]): p["lag"] for p in stored if p.get("lag") is not None}
+            known = {}
     if not any(tp in known for tp in partitions):
         # All rates zero would pack every partition onto one member; balanced counts serve better.
         raise UnusableAnswer(f"no rates known for group {group!r}'s partitions")
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise TimeoutError("the deadline passed while reading rates")
-    client.http.timeout = remaining
     answer = client.assign(
         {
             "algorithm": algorithm,
             "capacity": capacity,
             "group": group,
             "members": identities,
-            "partitions": [
-                {
-                    "topic": t,
-                    "partition": p,
-                    "rate": float(known.get((t, p), 0.0)),
-                    **({"lag": lags[t, p]} if (t, p) in lags else {}),
-                }
-                for t, p in partitions
-            ],
-        }
+            "partitions": [PartitionRate(*tp, float(known.get(tp, 0.0)), lags.get(tp)) for tp in partitions],
+        },
+        timeout=remaining,
     )
-    owner = {(p["topic"], p["partition"]): member for member, held in answer["assignment"].items() for p in held}
+    if answer.overloaded_members:
+        log.warning(
+            "group %r: members %s are over capacity %g; groupfit recommends %s consumers (the group has %d)",
+            group,
+            answer.overloaded_members,
+            capacity,
+            answer.recommended_consumers,
+            len(identities),
+        )
+    owner = answer.owner
     strangers = set(owner.values()) - set(identities)
     if strangers or sorted(owner) != partitions:
         raise UnusableAnswer(f"the answer names non-members {sorted(strangers)} or misses partitions")

@@ -1,0 +1,235 @@
+"""Every call of the groupfit API (v1) described once, as a `Call`: method, path (every segment quoted), query,
+headers, body, whether repeating it is safe, and how to read the answer into a typed result. The sync and
+async clients send these descriptions and differ only in how they send and wait, as httpx's own Client and
+AsyncClient share one request-building base.
+
+Retries: connection errors and 503 are retried with exponential backoff, only for calls that are safe to
+repeat: reads, PUT of rates, DELETE, evaluation, and POST /v1/assign when it stores nothing (no group, or a
+dry run) or carries an Idempotency-Key. Field names are those of openapi/openapi.json (a test checks them).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+import httpx
+
+from groupfit_client.errors import GroupfitError
+from groupfit_client.results import (
+    AlgorithmInfo,
+    Assignment,
+    Evaluation,
+    GroupState,
+    HistoryEntry,
+    Json,
+    PartitionRate,
+    RatesAck,
+    StoredRates,
+    TopicPartition,
+)
+
+T = TypeVar("T")
+Outcome = httpx.Response | httpx.TransportError
+RETRYABLE_STATUS = frozenset({503})
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One request to the service and how to read its answer."""
+
+    method: str
+    path: str
+    read: Callable[[httpx.Response], T]  # the answer as a typed value; raises GroupfitError on an error answer
+    params: Mapping[str, str | int] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict)
+    json: Json | None = None
+    repeatable: bool = True  # sending it twice is safe: retried on connection errors and 503
+    timeout: float | None = None  # seconds for this call; None: the client's timeout
+    unreachable: Callable[[httpx.TransportError], T] | None = None  # the answer when the service cannot be reached
+
+    def request(self, http: httpx.Client | httpx.AsyncClient) -> httpx.Request:
+        timeout = httpx.USE_CLIENT_DEFAULT if self.timeout is None else self.timeout
+        return http.build_request(
+            self.method, self.path, params=self.params, headers=self.headers, json=self.json, timeout=timeout
+        )
+
+    def result(self, outcome: Outcome) -> T:
+        """The final outcome as this call's result: the answer read, or a connection error raised (or answered)."""
+        if isinstance(outcome, httpx.Response):
+            return self.read(outcome)
+        if self.unreachable is None:
+            raise outcome
+        return self.unreachable(outcome)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    retries: int  # attempts after the first, for calls safe to repeat
+    backoff_s: float  # wait before the first retry; doubled before each next one
+
+    def delay(self, call: Call[Any], outcome: Outcome, attempt: int) -> float | None:
+        """Seconds to wait before sending `call` again after `outcome` of attempt `attempt` (0 first), or None
+        when the outcome is final."""
+        transient = not isinstance(outcome, httpx.Response) or outcome.status_code in RETRYABLE_STATUS
+        if not (transient and call.repeatable and attempt < self.retries):
+            return None
+        return self.backoff_s * 2**attempt
+
+
+def path(*segments: str) -> str:
+    """An absolute path from its segments, each percent-encoded whole ('/', '#', '?' and '%' too), so a group
+    name is always exactly one segment; a name of dots is encoded too, since URL normalisation drops '.' and
+    '..' segments."""
+    quoted = [quote(segment, safe="") for segment in segments]
+    return "".join("/" + (q.replace(".", "%2E") if q in (".", "..") else q) for q in quoted)
+
+
+def raise_for_error(response: httpx.Response) -> None:
+    if response.status_code >= 400:
+        raise GroupfitError.from_response(response)
+
+
+def _document(parse: Callable[[Json], T]) -> Callable[[httpx.Response], T]:
+    """Reads a JSON answer with `parse`."""
+
+    def read(response: httpx.Response) -> T:
+        raise_for_error(response)
+        return parse(response.json())
+
+    return read
+
+
+def _partition_json(value: tuple[Any, ...] | Mapping[str, Any]) -> Json:
+    """A partition's wire form, from a TopicPartition or PartitionRate (or a plain tuple of their fields) or
+    from its JSON form."""
+    if isinstance(value, tuple):
+        return (PartitionRate(*value) if len(value) > 2 else TopicPartition(*value)).to_json()
+    return value if isinstance(value, dict) else dict(value)  # sent as it is, never changed
+
+
+def _assign_json(request: Mapping[str, Any]) -> Json:
+    doc = dict(request)
+    if doc.get("partitions") is not None:
+        doc["partitions"] = [_partition_json(p) for p in doc["partitions"]]
+    if doc.get("previous") is not None:
+        doc["previous"] = {member: [_partition_json(p) for p in held] for member, held in doc["previous"].items()}
+    return doc
+
+
+def _rfc3339(value: str | dt.datetime) -> str:
+    if isinstance(value, str):
+        return value
+    if value.tzinfo is None:
+        raise ValueError(f"window_end {value!r} has no time zone; give an aware datetime (e.g. in UTC)")
+    return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+# -- the calls -------------------------------------------------------------------------------------
+
+
+def assign(
+    request: Mapping[str, Any],
+    *,
+    dense: bool = False,
+    idempotency_key: str | None = None,
+    timeout: float | None = None,
+) -> Call[Assignment]:
+    """POST /v1/assign: an assignment for `request`, an AssignRequest document (its `partitions` and
+    `previous` may hold PartitionRate and TopicPartition values); `dense` adds the delta's matrix. With a
+    `group` (and not a dry run) the answer is stored as the group's next version, so the call is retried
+    only with an `idempotency_key` (assign_idempotent makes one)."""
+    stores = bool(request.get("group")) and not request.get("dry_run", False)
+    return Call(
+        "POST",
+        path("v1", "assign"),
+        _document(Assignment.from_json),
+        params={"delta": "dense"} if dense else {},
+        headers={"Idempotency-Key": idempotency_key} if idempotency_key else {},
+        json=_assign_json(request),
+        repeatable=not stores or idempotency_key is not None,
+        timeout=timeout,
+    )
+
+
+def assign_idempotent(
+    request: Mapping[str, Any], *, dense: bool = False, timeout: float | None = None
+) -> Call[Assignment]:
+    """POST /v1/assign with a fresh Idempotency-Key: retried safely, stored once."""
+    return assign(request, dense=dense, idempotency_key=uuid.uuid4().hex, timeout=timeout)
+
+
+def algorithms(*, timeout: float | None = None) -> Call[list[AlgorithmInfo]]:
+    """GET /v1/algorithms: the algorithms the service offers."""
+    read = _document(lambda doc: [AlgorithmInfo.from_json(a) for a in doc["algorithms"]])
+    return Call("GET", path("v1", "algorithms"), read, timeout=timeout)
+
+
+def group(group: str, *, timeout: float | None = None) -> Call[GroupState]:
+    """GET /v1/groups/{group}: the group's stored assignment (GroupfitError group_not_found if none)."""
+    return Call("GET", path("v1", "groups", group), _document(GroupState.from_json), timeout=timeout)
+
+
+def history(group: str, limit: int = 100, *, timeout: float | None = None) -> Call[list[HistoryEntry]]:
+    """GET /v1/groups/{group}/history: the group's last `limit` versions, newest first."""
+    read = _document(lambda doc: [HistoryEntry.from_json(v) for v in doc["versions"]])
+    return Call("GET", path("v1", "groups", group, "history"), read, params={"limit": limit}, timeout=timeout)
+
+
+def delete_group(group: str, *, timeout: float | None = None) -> Call[None]:
+    """DELETE /v1/groups/{group}: forget the group's assignment, history and rates."""
+    return Call("DELETE", path("v1", "groups", group), raise_for_error, timeout=timeout)
+
+
+def put_rates(
+    group: str,
+    partitions: Iterable[tuple[Any, ...] | Mapping[str, Any]],
+    window_end: str | dt.datetime,
+    *,
+    timeout: float | None = None,
+) -> Call[RatesAck]:
+    """PUT /v1/groups/{group}/rates: the group's rates measured over a window ending at `window_end` (RFC 3339
+    text or an aware datetime); each partition a PartitionRate or its JSON form."""
+    body = {
+        "partitions": [_partition_json(p) for p in partitions],
+        "window_end": _rfc3339(window_end),
+    }
+    return Call("PUT", path("v1", "groups", group, "rates"), _document(RatesAck.from_json), json=body, timeout=timeout)
+
+
+def rates(group: str, *, timeout: float | None = None) -> Call[StoredRates]:
+    """GET /v1/groups/{group}/rates: the group's latest stored rates (GroupfitError group_not_found if none)."""
+    return Call("GET", path("v1", "groups", group, "rates"), _document(StoredRates.from_json), timeout=timeout)
+
+
+def evaluate(
+    stream: list[Mapping[str, Mapping[str, float]]],
+    capacity: float,
+    algorithms: list[str],
+    latency: Mapping[str, float] | None = None,
+    *,
+    timeout: float | None = None,
+) -> Call[Evaluation]:
+    """POST /v1/evaluate: replay `stream` (measurements, each topic → {partition: rate}) through `algorithms`
+    at `capacity`; `latency` (LatencyOptions) adds simulated latency figures."""
+    body: Json = {"stream": stream, "capacity": capacity, "algorithms": algorithms}
+    if latency is not None:
+        body["latency"] = dict(latency)
+    return Call("POST", path("v1", "evaluate"), _document(Evaluation.from_json), json=body, timeout=timeout)
+
+
+def healthy(*, timeout: float | None = None) -> Call[bool]:
+    """GET /readyz: whether the service is ready now (False when it cannot be reached); asked once, never
+    retried."""
+    return Call(
+        "GET",
+        path("readyz"),
+        lambda response: response.status_code == 200,
+        repeatable=False,
+        timeout=timeout,
+        unreachable=lambda error: False,
+    )
