@@ -276,21 +276,44 @@ class AlgorithmRun:
     avg_rscore: float
     cbs: float
     latency: LatencyFigures | None
+    optimum_excess: float | None  # CBS against the exact optimum, when it was asked for
     raw: Json = field(repr=False, compare=False)
 
     @classmethod
     def from_json(cls, doc: Json) -> AlgorithmRun:
         latency = doc.get("latency")
-        return _build(cls, doc, latency=None if latency is None else _build(LatencyFigures, latency))
+        return _build(
+            cls,
+            doc,
+            latency=None if latency is None else _build(LatencyFigures, latency),
+            optimum_excess=doc.get("optimum_excess"),
+        )
+
+
+@dataclass(frozen=True)
+class Optimum:
+    """The exact algorithm's fewest consumers per measurement, its proven bounds, how many it proved optimal."""
+
+    avg_consumers: float
+    proven: int
+    consumers: list[int]
+    consumers_bound: list[int]
 
 
 @dataclass(frozen=True)
 class Evaluation:
-    """The answer of POST /v1/evaluate: algorithm name → its run."""
+    """The answer of POST /v1/evaluate: algorithm name → its run (and the optimum, when asked for)."""
 
     results: dict[str, AlgorithmRun]
+    optimum: Optimum | None
     raw: Json = field(repr=False, compare=False)
 
     @classmethod
     def from_json(cls, doc: Json) -> Evaluation:
-        return _build(cls, doc, results={name: AlgorithmRun.from_json(run) for name, run in doc["results"].items()})
+        optimum = doc.get("optimum")
+        return _build(
+            cls,
+            doc,
+            results={name: AlgorithmRun.from_json(run) for name, run in doc["results"].items()},
+            optimum=None if optimum is None else _build(Optimum, optimum),
+        )
