@@ -4,8 +4,9 @@ with the tolerances of issue #7.
 On the published stream (C = 100, C̄ = 133, 30 s iterations, 5 s rebalances): kd_15's 99th percentile
 within 1 % of 364.66 s; MWF's within [1.5 s, 3.5 s] (published 2.24 s, tie-order dependent); the smallest
 N whose kd_N p99 falls below 0.5 s about 60 % above MWF's average consumers (published kd_24 against 15).
-On generated streams of 200 partitions × 500 measurements at δ = 5: MWF's average Rscore about half of
-NFD's, the best of the unmodified heuristics (published 55 % lower), at about 12 % more consumers than BFD.
+On generated streams of 200 partitions × 500 measurements at δ = 5: MWF's average Rscore 0.45× NFD's,
+the best of the unmodified heuristics (published 55 % lower; 0.46× with Next Fit's first consumer f(k) as
+in the published implementation), at about 12 % more consumers than BFD.
 """
 
 from __future__ import annotations
@@ -51,10 +52,10 @@ def generated_delta_5():
     return evaluate(generate_stream(200, 500, 5, seed=1), 100, PAPER_ALGORITHMS)["results"]
 
 
-def test_mwf_halves_the_rebalance_cost_of_nfd_the_best_unmodified_heuristic(generated_delta_5):
+def test_mwf_moves_55_percent_less_than_nfd_the_best_unmodified_heuristic(generated_delta_5):
     results = generated_delta_5
     assert min(UNMODIFIED, key=lambda a: results[a]["avg_rscore"]) == "nfd"
-    assert results["mwf"]["avg_rscore"] / results["nfd"]["avg_rscore"] == pytest.approx(0.5, abs=0.1)
+    assert results["mwf"]["avg_rscore"] / results["nfd"]["avg_rscore"] == pytest.approx(0.45, abs=0.03)
 
 
 def test_mwf_uses_about_12_percent_more_consumers_than_bfd(generated_delta_5):

@@ -42,16 +42,21 @@ class Outcome:
         """In member mode, how many consumers the algorithm wanted (it may differ from the members)."""
         return self.bins_used if self.problem.members is not None else None
 
+    def utilization(self, consumer: str) -> float:
+        """The consumer's load over its own capacity."""
+        return self.loads[consumer] / self.problem.capacity_of(consumer)
+
     def overloaded_members(self) -> list[str]:
+        """Members above their own capacity."""
         if self.problem.members is None:
             return []
-        capacity = self.problem.capacity
-        return [c for c in sorted_consumers(self.assignment) if not within(self.loads[c], capacity)]
+        capacity_of = self.problem.capacity_of
+        return [c for c in sorted_consumers(self.assignment) if not within(self.loads[c], capacity_of(c))]
 
     def overloaded_partitions(self) -> list[int]:
-        """Partitions whose rate alone exceeds C: each still has a consumer."""
-        capacity = self.problem.capacity
-        return [j for j, rate in enumerate(self.problem.rates) if rate > capacity]
+        """Partitions whose rate alone exceeds their consumer's capacity: each still has a consumer."""
+        capacity_of, owner = self.problem.capacity_of, self.owner
+        return [j for j, rate in enumerate(self.problem.rates) if rate > capacity_of(owner[j])]
 
     def delta(self, full: bool = False) -> Delta:
         return delta(self.problem, self.owner, full)
@@ -83,18 +88,21 @@ def solve(problem: Problem, algorithm: Algorithm, params: Any) -> Outcome:
 
 def _fold_into_members(problem: Problem, assignment: dict[str, list[int]]) -> dict[str, list[int]]:
     """Member mode: bins beyond the members go, largest partition first, to the member with the most
-    slack (ties to the lowest id); members the algorithm left unused get empty assignments."""
+    remaining capacity (ties to the lowest id); members the algorithm left unused get empty assignments."""
     members = sorted_consumers(problem.members or [])
     result = {m: list(assignment.get(m, ())) for m in members}
     surplus = [j for c, held in assignment.items() if c not in result for j in held]
     if surplus:
         rates = problem.rates
-        heap = [(sum(map(rates.__getitem__, result[m])), consumer_sort_key(m), m) for m in members]
+        # (load − capacity): the smallest has the most room left.
+        heap = [
+            (sum(map(rates.__getitem__, result[m])) - problem.capacity_of(m), consumer_sort_key(m), m) for m in members
+        ]
         heapq.heapify(heap)
         for j in problem.decreasing(surplus):
-            load, key, member = heapq.heappop(heap)
+            excess, key, member = heapq.heappop(heap)
             result[member].append(j)
-            heapq.heappush(heap, (load + rates[j], key, member))
+            heapq.heappush(heap, (excess + rates[j], key, member))
     return result
 
 

@@ -1,8 +1,10 @@
 """Open consumers (bins) of the assignment being built, and the Any Fit rules that pick one.
 
 The rules follow the published implementation of Landau et al. (§II-B, §VI-A): an empty bin
-accepts any partition; bins are scanned in consumer-id order; Best Fit takes the most loaded bin
-that still fits, Worst Fit the least loaded, ties to the lowest id. Each rule keeps an index
+accepts any partition; bins are scanned in consumer-id order; Best Fit takes the bin with the least
+remaining capacity that still fits, Worst Fit the one with the most, ties to the lowest id. Each bin
+has its consumer's own capacity (`Problem.capacity_of`); when all are C, least remaining is most
+loaded and most remaining least loaded, the paper's rules. Each rule keeps an index
 (segment tree, sorted runs, heap) so that a placement does not scan every bin.
 
 Bins are small integers (the order they were opened in); `ids[b]` is the consumer id.
@@ -14,6 +16,7 @@ import heapq
 import math
 from abc import ABC, abstractmethod
 from bisect import bisect_left, insort
+from collections.abc import Callable, Iterator
 
 from app.core.model import ROUNDING, Problem, consumer_sort_key
 
@@ -22,15 +25,20 @@ class ConsumerPool:
     """Which consumer a new bin is: h(j,k) of Eq. 14 with f(k) of Eq. 12.
 
     Without members (autoscale), ids are minted as c0, c1, …, and f(k) is the lowest one not open.
-    With members, only members may be opened; f(k) is the lowest free member in id order, and once
-    all are open the pool mints surplus bins that `solve` later folds into the members.
+    With members, only members may be opened; f(k) is the free member of the largest capacity, the
+    lowest id among equals (so the lowest id when all have C), and once all are open the pool mints
+    surplus bins of capacity C that `solve` later folds into the members.
     """
 
     MINTED_PREFIX = "c"
     SURPLUS_PREFIX = "surplus-"
 
-    def __init__(self, members: list[str] | None) -> None:
-        self.members = sorted(members, key=consumer_sort_key) if members is not None else None
+    def __init__(self, members: list[str] | None, capacity_of: Callable[[str], float] | None = None) -> None:
+        if members is not None:
+            members = sorted(members, key=consumer_sort_key)
+            if capacity_of is not None:
+                members.sort(key=lambda m: -capacity_of(m))
+        self.members = members
         self._member_set = frozenset(members or ())
         self._any_id = members is None
         self.opened: set[str] = set()
@@ -87,9 +95,10 @@ class Bins(ABC):
     def __init__(self, problem: Problem) -> None:
         self.problem = problem
         self.rates = problem.rates
-        self.limit = problem.capacity * ROUNDING
-        self.pool = ConsumerPool(problem.members)
+        self.pool = ConsumerPool(problem.members, problem.capacity_of)
         self.ids: list[str] = []
+        self.cap: list[float] = []  # each bin's consumer's own capacity
+        self.limit: list[float] = []  # cap up to float rounding of summed rates (model.within)
         self.load: list[float] = []
         self.held: list[list[int]] = []
         self.tie: list[tuple] = []  # consumer_sort_key of each bin: the tie-break
@@ -106,6 +115,9 @@ class Bins(ABC):
         """createConsumer: a new, empty bin for consumer h(j,k) (`preferred` = g(j,k))."""
         consumer = self.pool.open(preferred)
         self.ids.append(consumer)
+        capacity = self.problem.capacity_of(consumer)
+        self.cap.append(capacity)
+        self.limit.append(capacity * ROUNDING)
         self.load.append(0.0)
         self.held.append([])
         self.tie.append(consumer_sort_key(consumer))
@@ -113,7 +125,11 @@ class Bins(ABC):
 
     def fits(self, b: int, j: int) -> bool:
         """An empty bin accepts anything, even a partition above capacity."""
-        return not self.held[b] or self.load[b] + self.rates[j] <= self.limit
+        return not self.held[b] or self.load[b] + self.rates[j] <= self.limit[b]
+
+    def residual(self, b: int) -> float:
+        """Remaining capacity of bin b (infinite while empty: it takes anything)."""
+        return self.limit[b] - self.load[b] if self.held[b] else math.inf
 
     def put(self, b: int, j: int) -> None:
         self.load[b] += self.rates[j]
@@ -122,7 +138,7 @@ class Bins(ABC):
 
     def fill(self, b: int, partitions: list[int]) -> list[int]:
         """Put partitions into bin b in order until the first that does not fit; return the rest."""
-        rates, limit, held = self.rates, self.limit, self.held[b]
+        rates, limit, held = self.rates, self.limit[b], self.held[b]
         load = self.load[b]
         for i, j in enumerate(partitions):
             if held and load + rates[j] > limit:
@@ -157,7 +173,13 @@ class Bins(ABC):
 
 
 class NextFitBins(Bins):
-    """Next Fit: only the bin opened last is open."""
+    """Next Fit: only the bin opened last is open. As in the published implementation, the first bin
+    is open before any partition comes, so it is f(k) (Eq. 12); later ones are h(j,k) (Eq. 14)."""
+
+    def place(self, j: int) -> int:
+        if not self.ids:
+            self.open()
+        return super().place(j)
 
     def find(self, j: int) -> int:
         b = len(self.ids) - 1
@@ -187,7 +209,7 @@ class FirstFitBins(Bins):
     def _track(self, b: int) -> None:
         i = self.leaf_of[self.ids[b]] + self.leaves
         tree = self.tree
-        tree[i] = self.limit - self.load[b] if self.held[b] else math.inf
+        tree[i] = self.residual(b)
         i >>= 1
         while i:
             left, right = tree[2 * i], tree[2 * i + 1]
@@ -243,6 +265,20 @@ class SortedRuns:
         else:
             self.maxes[r] = run[-1]
 
+    def __iter__(self) -> Iterator[tuple]:
+        for run in self.runs:
+            yield from run
+
+    def last_below(self, key: tuple) -> tuple | None:
+        """The largest entry below `key`, or None."""
+        r = bisect_left(self.maxes, key)
+        if r < len(self.runs):
+            run = self.runs[r]
+            i = bisect_left(run, key)
+            if i:
+                return run[i - 1]
+        return self.runs[r - 1][-1] if r else None
+
     def first_at_least(self, key: tuple) -> tuple | None:
         r = bisect_left(self.maxes, key)
         if r == len(self.runs):
@@ -252,7 +288,7 @@ class SortedRuns:
 
 
 class BestFitBins(Bins):
-    """Best Fit: the most loaded open bin that still fits, ties to the lowest id
+    """Best Fit: the open bin with the least remaining capacity that still fits, ties to the lowest id
     (open bins sorted by (residual, id))."""
 
     def __init__(self, problem: Problem) -> None:
@@ -264,7 +300,7 @@ class BestFitBins(Bins):
         old = self.entry.get(b)
         if old is not None:
             self.by_residual.remove(old)
-        new = self.entry[b] = (self.limit - self.load[b], self.tie[b], b)
+        new = self.entry[b] = (self.limit[b] - self.load[b], self.tie[b], b)
         self.by_residual.add(new)
 
     def find(self, j: int) -> int:
@@ -273,22 +309,23 @@ class BestFitBins(Bins):
 
 
 class WorstFitBins(Bins):
-    """Worst Fit: the least loaded open bin, if it fits; ties to the lowest id (min-heap of loads
-    with lazy deletion: loads only grow, so an entry below its bin's load is stale)."""
+    """Worst Fit: the open bin with the most remaining capacity, if it fits; ties to the lowest id
+    (min-heap of load − capacity with lazy deletion: loads only grow, so an entry below its bin's
+    current value is stale)."""
 
     def __init__(self, problem: Problem) -> None:
         super().__init__(problem)
         self.heap: list[tuple] = []
 
     def _track(self, b: int) -> None:
-        heapq.heappush(self.heap, (self.load[b], self.tie[b], b))
+        heapq.heappush(self.heap, (self.load[b] - self.limit[b], self.tie[b], b))
 
     def find(self, j: int) -> int:
-        heap, load = self.heap, self.load
+        heap, load, limit = self.heap, self.load, self.limit
         while heap:
             top, _, b = heap[0]
-            if top == load[b]:
-                return b if top + self.rates[j] <= self.limit else -1
+            if top == load[b] - limit[b]:
+                return b if load[b] + self.rates[j] <= limit[b] else -1
             heapq.heappop(heap)
         return -1
 
@@ -299,7 +336,7 @@ class WorstFitBins(Bins):
             return False
         load = self.load[b] = self.load[b] + self.rates[j]
         self.held[b].append(j)
-        heapq.heapreplace(self.heap, (load, self.tie[b], b))
+        heapq.heapreplace(self.heap, (load - self.limit[b], self.tie[b], b))
         return True
 
 

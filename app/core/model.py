@@ -69,6 +69,17 @@ class Problem:
     capacity: float
     previous: dict[str, list[PartitionKey]] = field(default_factory=dict)
     members: list[str] | None = None
+    member_capacities: dict[str, float] = field(default_factory=dict)
+    """A member's own capacity where it differs from C; any other consumer has C."""
+
+    def capacity_of(self, consumer: str) -> float:
+        """The most rate `consumer` may be given: its own capacity, else the request's C."""
+        return self.member_capacities.get(consumer, self.capacity)
+
+    @property
+    def uniform(self) -> bool:
+        """Whether every consumer has the request's capacity C."""
+        return not self.member_capacities
 
     @property
     def size(self) -> int:
@@ -121,10 +132,6 @@ class Problem:
             return list(self.decreasing_order)
         return sorted(indices, key=self.decreasing_rank.__getitem__)
 
-    def fits(self, load: float, j: int) -> bool:
-        """Whether partition j fits beside `load` within C, up to float rounding of the summed rates."""
-        return within(load + self.rates[j], self.capacity)
-
     @cached_property
     def total_rate(self) -> float:
         return math.fsum(self.rates)
@@ -163,6 +170,7 @@ def build_problem(
     capacity: float,
     previous: Mapping[str, Sequence[PartitionKey]] | None = None,
     members: Sequence[str] | None = None,
+    member_capacities: Mapping[str, float] | None = None,
 ) -> Problem:
     """Validate the semantic rules of a request (types are the caller's parser's job)."""
     if not _positive(capacity):
@@ -196,4 +204,26 @@ def build_problem(
             )
         if any(not isinstance(m, str) or not m for m in member_list) or len(set(member_list)) != len(member_list):
             raise AssignmentError("invalid_members", "members must be distinct, non-empty consumer ids.")
-    return Problem(keys, rates, lags, float(capacity), previous_doc, member_list)
+    own = _member_capacities(member_capacities or {}, member_list, float(capacity))
+    return Problem(keys, rates, lags, float(capacity), previous_doc, member_list, own)
+
+
+def _member_capacities(given: Mapping[str, float], members: list[str] | None, capacity: float) -> dict[str, float]:
+    """Each given capacity positive and finite and of a member; those equal to C are dropped, so a group
+    of equal consumers is `uniform` however it was written."""
+    strangers = sorted_consumers(set(given) - set(members or ()))
+    if strangers:
+        raise AssignmentError(
+            "invalid_members",
+            f"a capacity is given for {strangers[0]!r}, which is not a member; give capacities only with members.",
+            {"consumers": strangers[:20]},
+        )
+    bad = [m for m, value in given.items() if not _positive(value)]
+    if bad:
+        raise AssignmentError(
+            "invalid_capacity",
+            f"member {bad[0]!r} has capacity {given[bad[0]]!r}; a capacity must be a finite number above 0.",
+            {"consumers": sorted_consumers(bad)[:20]},
+        )
+    return {m: float(value) for m, value in given.items() if float(value) != capacity}
+

@@ -1,10 +1,11 @@
-"""`groupfit evaluate` and POST /v1/evaluate: replay a stream through algorithms (registered ones and
-kd_N) and report consumers, Rscore, CBS and, on request, the latency percentiles of §VI-C and each
+"""`groupfit evaluate` and POST /v1/evaluate: replay a stream through algorithms (registered ones,
+kd_N and repack@W) and report consumers, Rscore, CBS and, on request, the latency percentiles of §VI-C and each
 algorithm's consumers against the exact optimum."""
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -20,24 +21,36 @@ from app.sim.latency import PERCENTILES, LatencyModel, Segments, segments
 from app.sim.replay import Run, cbs, replay
 from app.sim.stream import Measurement, flatten
 
+REPACK_WEIGHTED = re.compile(r"repack@(\d+(?:\.\d+)?)")
+"""repack@<W>: repack with consumer_weight W, to place it on the consumers/Rscore frontier."""
+
 
 def run_named(stream: Sequence[Measurement], capacity: float, name: str, keep: bool = False) -> Run:
     if is_kafka_default(name):
         return replay_kafka_default(stream, capacity, name, keep)
+    weighted = REPACK_WEIGHTED.fullmatch(name)
+    if weighted:
+        run = replay(stream, capacity, "repack", {"consumer_weight": float(weighted.group(1))}, keep=keep)
+        run.algorithm = name
+        return run
     return replay(stream, capacity, name, keep=keep)
 
 
 def check_names(names: Sequence[str]) -> None:
-    """Fail before any work on a name that is neither registered nor kd_<N>."""
+    """Fail before any work on a name that is neither registered nor kd_<N> nor repack@<W> (W > 0)."""
     for name in names:
         if is_kafka_default(name):
+            continue
+        weighted = REPACK_WEIGHTED.fullmatch(name)
+        if weighted and float(weighted.group(1)) > 0:
             continue
         try:
             get_algorithm(name)
         except AssignmentError as exc:
             raise AssignmentError(
                 exc.code,
-                f"{exc.message} Or kd_<N>: Kafka's equal-count assignment over N consumers, 1 ≤ N < 10^6.",
+                f"{exc.message} Or kd_<N>: Kafka's equal-count assignment over N consumers, 1 ≤ N < 10^6; "
+                "or repack@<W>: repack with consumer_weight W > 0.",
                 exc.details,
             ) from None
 

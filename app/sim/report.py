@@ -6,6 +6,9 @@
 - the δ sweep (`--generate`): streams of Eq. 15 for δ ∈ {0, 5, …, 25}, CBS, average Rscore and average
   consumers per δ (Fig. 9-11) and the Pareto front per δ (Fig. 12).
 
+With `repack` among the algorithms, the Pareto plots also show it at the consumer weights REPACK_WEIGHTS
+(`repack@W`, a line through them): the frontier it traces against the paper's algorithms.
+
 Both write index.html (figures inline), the PNGs and results.json (the figures behind the page) to --out.
 The command's arguments are in app/sim/commands.py.
 """
@@ -125,6 +128,22 @@ def _moving_average(values: Sequence[float], window: int) -> list[float]:
     return sums
 
 
+REPACK_WEIGHTS = ("repack@0.25", "repack@0.5", "repack@0.75", "repack@1.5", "repack@3")
+"""repack at other consumer weights W (the default W is `repack` itself): its frontier on the Pareto plots."""
+
+
+def with_weight_sweep(algorithms: Sequence[str]) -> list[str]:
+    """The algorithms, and repack at each of REPACK_WEIGHTS when repack is one of them."""
+    extra = [name for name in REPACK_WEIGHTS if name not in algorithms] if "repack" in algorithms else []
+    return [*algorithms, *extra]
+
+
+def _sweep_weight(name: str) -> float:
+    from app.core.algorithms.repack import DEFAULT_CONSUMER_WEIGHT
+
+    return DEFAULT_CONSUMER_WEIGHT if name == "repack" else float(name.split("@", 1)[1])
+
+
 def _pareto_figure(plt: Any, points: dict[str, tuple[float, float]], title: str) -> Any:
     front = pareto_front(points)
     figure, axis = plt.subplots(figsize=(6.5, 4.2))
@@ -132,6 +151,9 @@ def _pareto_figure(plt: Any, points: dict[str, tuple[float, float]], title: str)
         axis.scatter([x], [y], color="tab:red" if name in front else "tab:blue", zorder=3)
         axis.annotate(name, (x, y), xytext=(4, 3), textcoords="offset points", fontsize=8)
     axis.plot([points[n][0] for n in front], [points[n][1] for n in front], color="tab:red", linewidth=1)
+    weights = sorted((n for n in points if n == "repack" or n.startswith("repack@")), key=_sweep_weight)
+    if len(weights) > 1:  # repack's frontier over its consumer weight
+        axis.plot([points[n][0] for n in weights], [points[n][1] for n in weights], color="tab:green", linestyle=":")
     axis.set_xlabel("CBS (operational cost)")
     axis.set_ylabel("average Rscore (rebalance cost)")
     axis.set_title(title)
@@ -161,6 +183,7 @@ def stream_report(
     from tqdm import tqdm
 
     plt = _pyplot()
+    algorithms = with_weight_sweep(algorithms)
     curve = kafka_range(stream)
     progress = tqdm(
         total=len(algorithms) + len(curve) + bool(optimum_time_limit_ms is not None), desc="replaying", file=sys.stderr
@@ -242,11 +265,12 @@ def stream_report(
     page.heading("Kafka's equal-count assignment (kd_N) against the algorithms")
     _kafka_section(page, plt, curve, summaries, runs, reference, same_cost, negligible)
 
-    style = _style(algorithms)
+    plotted = [n for n in algorithms if n not in REPACK_WEIGHTS]
+    style = _style(plotted)
     window = 10 if len(stream) >= 50 else 1
     for metric, label, smooth in (("consumers", "consumers", 1), ("rscore", "Rscore", window)):
         figure, axis = plt.subplots(figsize=(10, 4.2))
-        for n in algorithms:
+        for n in plotted:
             axis.plot(_moving_average(getattr(runs[n], metric), smooth), label=n, linewidth=1.1, **style[n])
         axis.set_xlabel("iteration")
         axis.set_ylabel(label if smooth == 1 else f"{label}, mean of the last {smooth} iterations")
@@ -268,7 +292,11 @@ def stream_report(
     page.heading("Pareto front (CBS vs average Rscore)")
     page.text("on the front: " + ", ".join(pareto_front(points)))
     figure = _pareto_figure(plt, points, "this stream")
-    page.figure("pareto_front", figure, "operational cost against rebalance cost; red: not dominated")
+    page.figure(
+        "pareto_front",
+        figure,
+        "operational cost against rebalance cost; red: not dominated; green dots: repack over its consumer weight W",
+    )
     plt.close(figure)
     kd_curve = {
         f"kd_{n}": {
@@ -371,9 +399,11 @@ def sweep(
     deltas: Sequence[int] = DELTAS,
     optimum_time_limit_ms: int | None = None,
 ) -> dict[int, dict[str, Any]]:
-    """`evaluate` of each algorithm on a generated stream per δ (seed + δ)."""
+    """`evaluate` of each algorithm (and repack's weight sweep, with repack) on a generated stream per δ
+    (seed + δ)."""
     from tqdm import tqdm
 
+    algorithms = with_weight_sweep(algorithms)
     return {
         delta: evaluate(
             generate_stream(partitions, measurements, delta, seed + delta, capacity),
@@ -390,7 +420,8 @@ def sweep_report(results: dict[int, dict[str, Any]], out: Path, title: str) -> P
     plt = _pyplot()
     page = Page(out, title)
     deltas = sorted(results)
-    algorithms = list(results[deltas[0]]["results"])
+    compared = list(results[deltas[0]]["results"])  # with repack's weight sweep: on the Pareto plots only
+    algorithms = [n for n in compared if n not in REPACK_WEIGHTS]
     style = _style(algorithms)
     metrics = [
         ("cbs", "CBS (Eq. 28)"),
@@ -423,11 +454,15 @@ def sweep_report(results: dict[int, dict[str, Any]], out: Path, title: str) -> P
             [[name, *(results[d]["results"][name][metric] for d in deltas)] for name in algorithms],
         )
     for d in deltas:
-        points = {n: (results[d]["results"][n]["cbs"], results[d]["results"][n]["avg_rscore"]) for n in algorithms}
+        points = {n: (results[d]["results"][n]["cbs"], results[d]["results"][n]["avg_rscore"]) for n in compared}
         page.heading(f"Pareto front, δ = {d}")
         page.text("on the front: " + ", ".join(pareto_front(points)))
         figure = _pareto_figure(plt, points, f"δ = {d}")
-        page.figure(f"pareto_delta_{d}", figure, f"CBS against average Rscore at δ = {d}; red: not dominated")
+        page.figure(
+            f"pareto_delta_{d}",
+            figure,
+            f"CBS against average Rscore at δ = {d}; red: not dominated; green dots: repack over its weight W",
+        )
         plt.close(figure)
     summary = {
         d: {

@@ -7,12 +7,14 @@ from app.core.assign import Outcome, solve
 from app.core.model import build_problem
 
 
-def outcome_of(name: str, rates, capacity: float = 100.0, previous=None, members=None, lags=None, **params) -> Outcome:
+def outcome_of(
+    name: str, rates, capacity: float = 100.0, previous=None, members=None, lags=None, member_capacities=None, **params
+) -> Outcome:
     """`name` on partitions t/0.. with these rates; `previous` maps consumers to partition numbers of t."""
     keys = [("t", p) for p in range(len(rates))]
     previous = {c: [("t", p) for p in held] for c, held in (previous or {}).items()}
     algorithm = get_algorithm(name)
-    problem = build_problem(keys, rates, lags, capacity, previous, members)
+    problem = build_problem(keys, rates, lags, capacity, previous, members, member_capacities)
     return solve(problem, algorithm, algorithm.parse_params(params))
 
 

@@ -160,9 +160,16 @@ def test_decreasing_variants_sort_by_rate_ties_by_partition():
 
 
 def test_new_bin_reopens_the_previous_consumer_h_of_j_k():
-    # t/0 was on "x", t/1 on "y". NF: t/0 opens h = x; t/1 (60) does not fit x → h = y.
-    assignment, outcome = run("nf", [60, 60], previous={"x": [0], "y": [1]})
+    # t/0 was on "x", t/1 on "y". FF: t/0 opens h = x; t/1 (60) does not fit x → h = y.
+    assignment, outcome = run("ff", [60, 60], previous={"x": [0], "y": [1]})
     assert assignment == {"x": [0], "y": [1]} and outcome.rscore == 0
+
+
+def test_next_fit_opens_its_first_consumer_by_f_of_k():
+    # The published implementation opens one bin before any partition: f(k) = c0, not t/0's previous x.
+    # Later bins follow h(j,k): t/1 (60) does not fit c0 → h = y.
+    assignment, outcome = run("nf", [60, 60], previous={"x": [0], "y": [1]})
+    assert assignment == {"c0": [0], "y": [1]} and outcome.rscore == pytest.approx(0.6)
 
 
 def test_new_bin_takes_the_lowest_unused_id_when_the_previous_owner_is_open():

@@ -121,6 +121,29 @@ def test_exact_is_never_worse_than_a_heuristic_when_optimal(rates, before):
                 assert exact.rscore <= heuristic.rscore + 1e-9, name
 
 
+def test_rates_that_sum_to_the_capacity_share_one_consumer():
+    # 100/3 rounded up three times was above C: the bound (2) exceeded the count (1).
+    out = outcome_of("exact", [100 / 3] * 3)
+    assert out.consumer_count == 1
+    assert out.outputs["consumers_bound"] == 1 and out.outputs["status"]["consumers"] == "OPTIMAL"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rates=st.lists(st.sampled_from([100 / 3, 100 / 7, 50.0, 0.1, 99.9999999, 100.0, 130.0, 20 / 3]), max_size=12),
+    before=st.lists(st.integers(1, 100), max_size=12),
+)
+def test_the_bounds_never_exceed_the_answer(rates, before):
+    previous = previous_of(outcome_of("bfd", before[: len(rates)]))
+    previous = {c: [p for _, p in held] for c, held in previous.items()}
+    out = outcome_of("exact", rates, previous=previous, time_limit_ms=200)
+    assert out.outputs["consumers_bound"] <= out.consumer_count
+    assert out.outputs["rscore_bound"] <= out.rscore + 1e-9
+    assert out.outputs["consumers_gap"] >= 0 and out.outputs["rscore_gap"] >= 0
+    for held in out.assignment.values():
+        assert len(held) == 1 or sum(out.problem.rates[j] for j in held) <= 100 * (1 + 1e-12)
+
+
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rates=st.lists(st.integers(1, 100), min_size=2, max_size=10), data=st.data())
 def test_anti_collocation_sets_are_respected(rates, data):

@@ -173,3 +173,30 @@ def test_kip_invariants(group):
     if not any(view["warmups"].values()):
         again, view_again = kip(members, view["actives"], lags, tasks=tasks, num_standbys=standbys)
         assert view_again["actives"] == view["actives"] and again.rscore == 0
+
+
+def test_a_new_idle_instance_gets_a_warmup_toward_balance_and_the_group_converges():
+    lags = {"I1": {1: 0, 2: 0}, "I2": {3: 0, 4: 0}}
+    members = ["I1", "I2", "I3"]
+    out, view = kip(members, {"I1": [1, 2], "I2": [3, 4]}, lags, tasks=4)
+    assert view["actives"] == {"I1": [1, 2], "I2": [3, 4], "I3": []}  # I3 has no state yet
+    assert view["warmups"] == {"I1": [], "I2": [], "I3": [1]}
+    assert out.outputs["balanced"] is False and out.outputs["probing_rebalance_after_ms"] is not None
+    # The probing rebalance after the warm-up caught up hands T1 over; nothing is left to warm up.
+    lags["I3"] = {1: 0}
+    out, view = kip(members, view["actives"], lags, tasks=4)
+    assert view["actives"] == {"I1": [2], "I2": [3, 4], "I3": [1]}
+    assert out.outputs["balanced"] is True and out.outputs["probing_rebalance_after_ms"] is None
+    assert not any(view["warmups"].values())
+    # And then it stays.
+    out, again = kip(members, view["actives"], lags, tasks=4)
+    assert again["actives"] == view["actives"] and not any(again["warmups"].values())
+
+
+def test_no_warmup_on_an_instance_that_holds_a_lagging_standby():
+    lags = {"I1": {1: 0, 2: 0}, "I2": {1: 50_000, 2: 50_000}}
+    out, view = kip(["I1", "I2"], {"I1": [1, 2]}, lags, tasks=2, num_standbys=1, max_warmup_replicas=1)
+    assert view["actives"] == {"I1": [1, 2], "I2": []}
+    assert view["warmups"] == {"I1": [], "I2": []}
+    assert view["standbys"] == {"I1": [], "I2": [1, 2]}  # every task keeps its standby
+    assert out.outputs["probing_rebalance_after_ms"] is not None  # T2 still heads to I2

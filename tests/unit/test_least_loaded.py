@@ -131,3 +131,27 @@ def test_least_loaded_respects_both_dimensions(problem, data, w_sla, plan):
         assert {c: held for c, held in out.assignment.items() if held} == {
             c: held for c, held in problem.previous_indices.items() if held
         }
+
+
+def test_a_partition_above_capacity_is_not_a_false_up():
+    # ⌈300/90⌉ = 4 is no lower bound: the partition sits alone on one consumer, as it already does.
+    out = outcome_of("least-loaded", [300], previous={"a": [0]})
+    assert out.outputs["scale_action"] != "UP"
+    assert out.outputs["consumers_after"] == 1 and partitions_of(out) == {"a": [0]}
+
+
+def test_a_lag_above_capacity_does_not_block_down():
+    # The lag of 2000 sits alone; the other two share one consumer: 3 → 2.
+    out = outcome_of("least-loaded", [5, 5, 5], lags=[2000, 0, 0], previous={"a": [0], "b": [1], "c": [2]})
+    assert out.outputs["scale_action"] == "DOWN"
+    assert out.outputs["consumers_after"] == 2
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rates=st.lists(st.floats(0, 300, allow_nan=False), min_size=1, max_size=12),
+    lags=st.lists(st.floats(0, 3000, allow_nan=False), min_size=12, max_size=12),
+)
+def test_least_loaded_uses_no_empty_consumer_and_never_more_than_one_each(rates, lags):
+    packing = least_loaded(rates, lags[: len(rates)], list(range(len(rates))), 90, 450, 1)
+    assert all(packing) and len(packing) <= len(rates)

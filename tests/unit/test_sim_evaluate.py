@@ -12,7 +12,7 @@ from app.cli import main
 from app.codec.evaluate import EvaluateRequest
 from app.codec.wire import decode
 from app.core.errors import AssignmentError
-from app.sim.evaluate import evaluate, evaluate_request
+from app.sim.evaluate import check_names, evaluate, evaluate_request
 from app.sim.stream import generate_stream, load_stream
 
 SMALL = [{"t": {"0": 60.0, "1": 50.0, "2": 30.0, "3": 20.0}}, {"t": {"0": 70.0, "1": 20.0, "2": 40.0, "3": 30.0}}]
@@ -164,3 +164,13 @@ def evaluate_document(doc):
     """A request document through the codec, as POST /v1/evaluate and `groupfit evaluate` decode it."""
     body = json.dumps(doc, allow_nan=True).encode()
     return msgspec.to_builtins(evaluate_request(decode(msgspec.json.Decoder(EvaluateRequest), body)))
+
+
+def test_repack_at_a_weight_is_a_name_to_evaluate(reference_stream_path):
+    stream = load_stream(reference_stream_path)[:10]
+    results = evaluate(stream, 100, ["repack", "repack@1", "repack@0.2"])["results"]
+    assert results["repack@1"]["consumers"] == results["repack"]["consumers"]  # 1 is the default weight
+    assert results["repack@0.2"]["avg_rscore"] <= results["repack"]["avg_rscore"]
+    with pytest.raises(AssignmentError) as error:
+        check_names(["repack@0"])
+    assert error.value.code == "unknown_algorithm" and "repack@<W>" in error.value.message

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from app.cli import main
-from app.sim.report import kafka_range, pareto_front
+from app.sim.report import REPACK_WEIGHTS, kafka_range, pareto_front
 from app.sim.stream import generate_stream, load_stream
 
 
@@ -51,7 +51,7 @@ def test_sweep_report(tmp_path):
                 "--deltas",
                 "0,25",
                 "--algorithms",
-                "mwf,nfd",
+                "mwf,nfd,repack",
                 "--out",
                 str(out),
             ]
@@ -67,6 +67,12 @@ def test_sweep_report(tmp_path):
     ):
         assert (out / f"{name}.png").exists()
     figures = json.loads((out / "results.json").read_text())
-    assert set(figures) == {"0", "25"} and set(figures["25"]) == {"mwf", "nfd"}
+    assert set(figures) == {"0", "25"} and set(figures["25"]) == {"mwf", "nfd", "repack", *REPACK_WEIGHTS}
+    # repack's weight sweep is on the Pareto plots, not on the per-δ lines.
+    page = (out / "index.html").read_text()
+    assert "repack@3" in page.split("Pareto front, δ = 0")[1]
+    assert "repack@3" not in page.split("Pareto front, δ = 0")[0]
+    heavy, light = figures["25"]["repack@3"], figures["25"]["repack@0.25"]
+    assert heavy["avg_consumers"] <= light["avg_consumers"] and heavy["avg_rscore"] >= light["avg_rscore"]
     assert figures["0"]["nfd"]["avg_rscore"] == 0  # rates fixed at δ = 0: largest-first repacks the same way
     assert figures["25"]["nfd"]["avg_rscore"] > 0

@@ -2,7 +2,8 @@
 
 NF, FF, BF, WF take the partitions in request order; NFD, FFD, BFD, WFD in decreasing rate order
 (ties by (topic, partition)). When no open bin takes partition j, the new bin is h(j,k) (Eq. 14):
-j's previous consumer if it is not open yet, else the lowest unused consumer f(k) (Eq. 12).
+j's previous consumer if it is not open yet, else the lowest unused consumer f(k) (Eq. 12). Next Fit's
+first consumer is open before any partition comes, so it is f(k), as in the published implementation.
 """
 
 from __future__ import annotations

@@ -3,9 +3,13 @@ Rscore against the previous assignment with that many consumers.
 
 The model is the bin packing of Landau et al. (Eq. 3-7) with the constraints of "Constraint Based Kafka
 Partition Balancing" (seed 003, Basic Model): a consumer's summed rate within C, each partition placed
-once, no two partitions of an anti-collocation set on one consumer. A partition above C sits alone, as
-everywhere in groupfit. Rates are scaled to integers of C/10^6, rounded up, so every answer of the
-integer model respects the real capacity.
+once, no two partitions of an anti-collocation set on one consumer. A partition above its consumer's
+capacity sits alone, as everywhere in groupfit. Rates are scaled to integers of C/10^6, rounded down, so
+the integer model is a relaxation of the real one: its bounds are bounds of the real problem, and an
+answer it finds is kept only if it respects the real capacities (else the feasible start is the answer).
+
+Consumers of different sizes (`Problem.capacity_of`) are not interchangeable, so phase 1 then packs the
+named candidates themselves, bins of one size used in id order.
 
 Phase 1 (how many consumers) packs anonymous bins, so it breaks their symmetry (seed 003: "capacities
 may be interchanged ... to allow for membership symmetry"): the p-th largest partition goes into one of
@@ -34,7 +38,7 @@ from app.core.algorithms.any_fit import any_fit
 from app.core.algorithms.naming import candidates, name_by_overlap
 from app.core.algorithms.params import PartitionRef
 from app.core.errors import AssignmentError
-from app.core.model import Problem
+from app.core.model import Problem, within
 
 RESOLUTION = 10**6  # integer units per capacity
 MAX_VARIABLES = 200_000
@@ -54,20 +58,28 @@ def place(problem: Problem, params: ExactParams) -> Placement:
         return Placement({}, _outputs("OPTIMAL", 0, 0, "OPTIMAL", 0.0, 0.0, [0.0, 0.0], 0))
     sets = _anti_collocation(problem, params)
     heuristic = any_fit(problem, "best", decreasing=True).assignment  # an upper bound and a first packing
-    weight = [math.ceil(rate / problem.capacity * RESOLUTION - 1e-9) for rate in problem.rates]
+    weight = [math.floor(rate / problem.capacity * RESOLUTION) for rate in problem.rates]
     budget = params.time_limit_ms / 1000
 
     started = time.perf_counter()
     share = budget * PHASE1_SHARE
-    status1, packing, bound1, spent1 = _fewest_consumers(problem, weight, sets, heuristic, share)
+    if problem.uniform:
+        status1, packing, bound1, spent1 = _fewest_consumers(problem, weight, sets, heuristic, share)
+        labels, sizes = candidates(problem, len(packing)), None
+    else:
+        labels = candidates(problem, sum(1 for held in heuristic.values() if held))
+        status1, packing, bound1, spent1 = _fewest_named(problem, weight, sets, heuristic, labels, share)
+        sizes = [problem.capacity_of(c) for c in labels]
     middle = time.perf_counter()
-    status2, assignment, moved, bound2 = _least_migration(problem, weight, sets, packing, budget - min(spent1, share))
+    status2, assignment, moved, bound2 = _least_migration(
+        problem, weight, sets, packing, labels, sizes, budget - min(spent1, share)
+    )
     ended = time.perf_counter()
     return Placement(
         {c: sorted(held, key=problem.keys.__getitem__) for c, held in assignment.items()},
         _outputs(
             status1,
-            len(packing),
+            sum(1 for held in packing if held),
             bound1,
             status2,
             moved,
@@ -144,8 +156,9 @@ def _fewest_consumers(
     capacity = RESOLUTION
     # Partitions above C each take a bin alone (no constraint can join them to another): only the
     # others are packed.
-    alone = [[j] for j in problem.decreasing_order if weight[j] > capacity]
-    order = [j for j in problem.decreasing_order if weight[j] <= capacity]
+    oversized = [not within(rate, problem.capacity) for rate in problem.rates]
+    alone = [[j] for j in problem.decreasing_order if oversized[j]]
+    order = [j for j in problem.decreasing_order if not oversized[j]]
     packed = set(order)
     sets = [kept for kept in ([j for j in members if j in packed] for members in sets) if len(kept) > 1]
     position = {j: p for p, j in enumerate(order)}
@@ -187,7 +200,110 @@ def _fewest_consumers(
             packing[b].append(j)
     packing = alone + [held for held in packing if held]
     bound = len(alone) + max(lower, math.ceil(solver.best_objective_bound - 1e-9))
+    if not _within_capacities(problem, packing, [problem.capacity] * len(packing)):
+        packing = alone + start  # the rounded-down rates fit where the real ones do not
     proven = status == cp_model.OPTIMAL or len(packing) == bound
+    return "OPTIMAL" if proven else "FEASIBLE", packing, bound, solver.deterministic_time
+
+
+def _within_capacities(problem: Problem, packing: list[list[int]], capacities: list[float]) -> bool:
+    """Whether every bin holding more than one partition is within its real capacity."""
+    rates = problem.rates
+    return all(
+        len(held) < 2 or within(math.fsum(rates[j] for j in held), capacity)
+        for held, capacity in zip(packing, capacities)
+    )
+
+
+def _units(problem: Problem, labels: list[str]) -> list[int]:
+    """Each candidate's capacity in the integer units of the weights (C is RESOLUTION)."""
+    return [math.floor(problem.capacity_of(c) / problem.capacity * RESOLUTION + 1e-6) for c in labels]
+
+
+def _named_model(problem: Problem, weight: list[int], sets: list[list[int]], labels: list[str]):
+    """Eq. 4-7 over named candidates of their own capacities: (model, x[j, b], used[b]). A partition above
+    a candidate's capacity may sit on it only alone."""
+    from ortools.sat.python import cp_model
+
+    _check_size(problem, len(labels))
+    n, units = problem.size, _units(problem, labels)
+    model = cp_model.CpModel()
+    x = {(j, b): model.new_bool_var(f"x{j}_{b}") for j in range(n) for b in range(len(labels))}
+    used = [model.new_bool_var(f"y{b}") for b in range(len(labels))]
+    for j in range(n):
+        model.add_exactly_one(x[j, b] for b in range(len(labels)))
+    for b, capacity in enumerate(units):
+        small = [j for j in range(n) if weight[j] <= capacity]
+        model.add(sum(weight[j] * x[j, b] for j in small) <= capacity * used[b])
+        for j in range(n):
+            model.add_implication(x[j, b], used[b])
+            if weight[j] > capacity:
+                model.add(sum(x[i, b] for i in range(n) if i != j) == 0).OnlyEnforceIf(x[j, b])
+        for members in sets:
+            model.add_at_most_one(x[j, b] for j in members)
+    return model, x, used
+
+
+def _in_order(model, used: list[Any], groups: list[list[int]]) -> None:
+    """Interchangeable candidates (each group) are used in order: breaks their symmetry."""
+    for group in groups:
+        for a, b in pairwise(group):
+            model.add_implication(used[b], used[a])
+
+
+def _same_size(problem: Problem, labels: list[str], among: list[int]) -> list[list[int]]:
+    """The candidates of `among` grouped by capacity, each group in id order."""
+    groups: dict[float, list[int]] = {}
+    for b in among:
+        groups.setdefault(problem.capacity_of(labels[b]), []).append(b)
+    return list(groups.values())
+
+
+def _fewest_named(
+    problem: Problem,
+    weight: list[int],
+    sets: list[list[int]],
+    heuristic: dict[str, list[int]],
+    labels: list[str],
+    seconds: float,
+) -> tuple[str, list[list[int]], int, float]:
+    """Phase 1 for consumers of different sizes, on the candidates themselves: (status, packing indexed
+    like `labels`, lower bound, deterministic time used). The lower bound: the fewest candidates whose
+    capacities, largest first, hold the total rate."""
+    from ortools.sat.python import cp_model
+
+    slot = {c: b for b, c in enumerate(labels)}
+    start: list[list[int]] = [[] for _ in labels]
+    for consumer, held in heuristic.items():
+        start[slot[consumer]].extend(held)
+    upper = sum(1 for held in start if held)
+    total, covered, lower = sum(weight), 0, 0
+    for capacity in sorted(_units(problem, labels), reverse=True):
+        if covered >= total:
+            break
+        covered, lower = covered + capacity, lower + 1
+    lower = max(lower, max(map(len, sets), default=0))
+    if upper <= lower:
+        return "OPTIMAL", start, upper, 0.0
+    model, x, used = _named_model(problem, weight, sets, labels)
+    _in_order(model, used, _same_size(problem, labels, list(range(len(labels)))))
+    model.add(sum(used) >= lower)
+    model.add(sum(used) <= upper)
+    _hint(model, x, used, {(j, b) for b, held in enumerate(start) for j in held})
+    model.minimize(sum(used))
+    solver = _solver(seconds)
+    status = solver.solve(model)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return "UNKNOWN", start, lower, solver.deterministic_time
+    packing: list[list[int]] = [[] for _ in labels]
+    for (j, b), var in x.items():
+        if solver.value(var):
+            packing[b].append(j)
+    bound = max(lower, math.ceil(solver.best_objective_bound - 1e-9))
+    if not _within_capacities(problem, packing, [problem.capacity_of(c) for c in labels]):
+        packing = start
+    count = sum(1 for held in packing if held)
+    proven = (status == cp_model.OPTIMAL and packing is not start) or count == bound
     return "OPTIMAL" if proven else "FEASIBLE", packing, bound, solver.deterministic_time
 
 
@@ -250,53 +366,49 @@ def _split_apart(packing: list[list[int]], sets: list[list[int]]) -> list[list[i
 
 
 def _least_migration(
-    problem: Problem, weight: list[int], sets: list[list[int]], packing: list[list[int]], seconds: float
+    problem: Problem,
+    weight: list[int],
+    sets: list[list[int]],
+    packing: list[list[int]],
+    labels: list[str],
+    sizes: list[float] | None,
+    seconds: float,
 ) -> tuple[str, dict[str, list[int]], float, float]:
-    """Phase 2: len(packing) consumers named from the candidates, the least migrated rate (Rscore · C in
-    units of C): (status, assignment, migrated rate over C, its lower bound)."""
+    """Phase 2: as many consumers as phase 1's packing uses, named from the candidates `labels`, the
+    least migrated rate (Rscore · C in units of C): (status, assignment, migrated rate over C, its lower
+    bound). `sizes`: the capacity each bin of the packing was packed for (None: all C)."""
     from ortools.sat.python import cp_model
 
-    count = len(packing)
+    count = sum(1 for held in packing if held)
     owner = problem.previous_owner
-    labels = candidates(problem, count)
     slot = {consumer: b for b, consumer in enumerate(labels)}
-    start = name_by_overlap(problem, packing, labels)
+    start = name_by_overlap(problem, packing, labels, sizes)
     movable = sum(weight[j] for j in range(problem.size) if owner[j] is not None)
+
+    def moved_by(assignment: dict[str, list[int]]) -> float:
+        return (movable - sum(weight[j] for c, held in assignment.items() for j in held if owner[j] == c)) / RESOLUTION
+
     if not any(consumer in slot for consumer in owner):  # nothing can stay: every naming is as good
         return "OPTIMAL", start, movable / RESOLUTION, movable / RESOLUTION
-    _check_size(problem, len(labels))
-    n, capacity = problem.size, RESOLUTION
-    model = cp_model.CpModel()
-    x = {(j, b): model.new_bool_var(f"x{j}_{b}") for j in range(n) for b in range(len(labels))}
-    used = [model.new_bool_var(f"y{b}") for b in range(len(labels))]
-    for j in range(n):
-        model.add_exactly_one(x[j, b] for b in range(len(labels)))
-    small = [j for j in range(n) if weight[j] <= capacity]
-    for b in range(len(labels)):
-        model.add(sum(weight[j] * x[j, b] for j in small) <= capacity * used[b])
-        for j in range(n):
-            model.add_implication(x[j, b], used[b])
-            if weight[j] > capacity:  # an oversized partition sits alone
-                model.add(sum(x[i, b] for i in range(n) if i != j) == 0).OnlyEnforceIf(x[j, b])
-        for members in sets:
-            model.add_at_most_one(x[j, b] for j in members)
+    model, x, used = _named_model(problem, weight, sets, labels)
     model.add(sum(used) == count)
     clean = [b for b, consumer in enumerate(labels) if not problem.previous_indices.get(consumer)]
-    for a, b in pairwise(clean):  # ids that held nothing are interchangeable: use them in order
-        model.add_implication(used[b], used[a])
+    _in_order(model, used, _same_size(problem, labels, clean))  # ids that held nothing are interchangeable
     _hint(model, x, used, {(j, slot[consumer]) for consumer, held in start.items() for j in held})
     kept = [(weight[j], x[j, slot[c]]) for j, c in enumerate(owner) if c is not None and c in slot]
     model.minimize(movable - sum(w * var for w, var in kept))  # Eq. 11 times C
     solver = _solver(seconds)
     status = solver.solve(model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):  # the named phase 1 packing is an answer too
-        moved = movable - sum(weight[j] for consumer, held in start.items() for j in held if owner[j] == consumer)
-        return solver.status_name(status), start, moved / RESOLUTION, 0.0
+        return solver.status_name(status), start, moved_by(start), 0.0
     assignment: dict[str, list[int]] = {}
     for (j, b), var in x.items():
         if solver.value(var):
             assignment.setdefault(labels[b], []).append(j)
-    moved, bound = round(solver.objective_value), max(0, math.ceil(solver.best_objective_bound - 1e-9))
+    bound = max(0, math.ceil(solver.best_objective_bound - 1e-9))
+    if not _within_capacities(problem, list(assignment.values()), [problem.capacity_of(c) for c in assignment]):
+        return "FEASIBLE", start, moved_by(start), bound / RESOLUTION
+    moved = round(solver.objective_value)
     proven = status == cp_model.OPTIMAL or moved <= bound
     return "OPTIMAL" if proven else "FEASIBLE", assignment, moved / RESOLUTION, min(bound, moved) / RESOLUTION
 

@@ -50,6 +50,7 @@ def place(problem: Problem, params: Kip441Params) -> Placement:
     caught_up = {j: [m for m in members if rank[j][m] == min(rank[j].values())] for j in tasks}
     previous = {j: owner for j, owner in enumerate(problem.previous_owner) if owner in rank.get(j, {})}
     ceiling = math.ceil(len(tasks) / len(members)) + params.balance_factor - 1
+    heading: dict[int, str] = {}  # task → the member it moves to, catching up as a standby there
 
     if _converged(tasks, caught_up, previous, members, params.balance_factor):
         actives = {m: [j for j in tasks if previous[j] == m] for m in members}
@@ -57,26 +58,34 @@ def place(problem: Problem, params: Kip441Params) -> Placement:
     else:
         # constrainedBalancedAssignment: the most constrained tasks first.
         order = sorted(tasks, key=lambda j: len(caught_up[j]))
-        actives = _balanced(order, caught_up, previous, members, ceiling)
+        actives = _balanced(order, caught_up, previous, members, ceiling, params.balance_factor, problem)
         owner = {j: m for m, held in actives.items() for j in held}
-        # proposeBalancedAssignment: any member, sticky to the constrained one.
-        proposal = _balanced(tasks, {j: members for j in tasks}, owner, members, ceiling)
+        # proposeBalancedAssignment: any member, sticky to the constrained one, balanced within the factor.
+        anyone = {j: members for j in tasks}
+        proposal = _balanced(tasks, anyone, owner, members, ceiling, params.balance_factor, problem)
         moves = [(j, m) for m, held in proposal.items() for j in held if owner[j] != m]
         moves.sort(key=lambda move: problem.keys[move[0]])
+        # Each movement starts as a warm-up on its destination, unless the destination already hosts the
+        # task's state and will keep it as a standby: the KIP reserves warm-ups for instances with neither.
         warmups = {m: [] for m in members}
-        for j, destination in moves[: params.max_warmup_replicas]:
-            warmups[destination].append(j)
+        for j, destination in moves:
+            if params.num_standbys > 0 and rank[j][destination] < math.inf:
+                heading[j] = destination
+            elif sum(map(len, warmups.values())) < params.max_warmup_replicas:
+                warmups[destination].append(j)
     actives = {m: sorted(held, key=problem.keys.__getitem__) for m, held in actives.items()}
     owner = {j: m for m, held in actives.items() for j in held}
     warming = {j: m for m, held in warmups.items() for j in held}
-    # Standbys: the next most caught-up members (KIP-441 property 2), among equals the least loaded in
-    # replicas of any kind (the draft's "least-loaded instance that doesn't already have the task").
+    # Standbys: the member a task moves to first, then the next most caught-up members (KIP-441 property
+    # 2), among equals the least loaded in replicas of any kind (the draft's "least-loaded instance that
+    # doesn't already have the task").
     standbys: dict[str, list[int]] = {m: [] for m in members}
     load = {m: len(actives[m]) + len(warmups[m]) for m in members}
     for j in tasks:
         taken = {owner[j], warming.get(j)}
         candidates = sorted(
-            (m for m in members if m not in taken), key=lambda m: (rank[j][m], load[m], consumer_sort_key(m))
+            (m for m in members if m not in taken),
+            key=lambda m: (heading.get(j) != m, rank[j][m], load[m], consumer_sort_key(m)),
         )
         for m in candidates[: params.num_standbys]:
             standbys[m].append(j)
@@ -91,7 +100,7 @@ def place(problem: Problem, params: Kip441Params) -> Placement:
             assignment[keep].append(j)
         else:
             assignment[min(members, key=lambda m: (len(assignment[m]), consumer_sort_key(m)))].append(j)
-    pending = any(warmups.values())
+    pending = any(warmups.values()) or bool(heading)
 
     def docs(groups: dict[str, list[int]]) -> dict[str, list[PartitionKey]]:
         return {m: [problem.keys[j] for j in held] for m, held in groups.items()}
@@ -132,10 +141,19 @@ def _index_of(problem: Problem, ref: PartitionRef, where: str) -> int:
 
 
 def _balanced(
-    order: list[int], candidates: dict[int, list[str]], previous: dict[int, str], members: list[str], ceiling: int
+    order: list[int],
+    candidates: dict[int, list[str]],
+    previous: dict[int, str],
+    members: list[str],
+    ceiling: int,
+    balance_factor: int,
+    problem: Problem,
 ) -> dict[str, list[int]]:
     """Each task to its previous owner while under the ceiling, else to the candidate with the fewest
-    tasks under the ceiling, else back to its previous owner, else the candidate with the fewest."""
+    tasks under the ceiling, else back to its previous owner, else the candidate with the fewest. Then,
+    while some member has more than balance_factor tasks above another candidate of one of its tasks,
+    that task moves (the most loaded member first, its tasks in (topic, partition) order, to the
+    candidate with the fewest; ties to the lowest id): the balance the KIP converges to."""
     held: dict[str, list[int]] = {m: [] for m in members}
     for j in order:
         options = candidates[j]
@@ -151,7 +169,27 @@ def _balanced(
             else:
                 chosen = min(options, key=lambda m: (len(held[m]), consumer_sort_key(m)))
         held[chosen].append(j)
+    while (move := _evening_move(held, candidates, members, balance_factor, problem)) is not None:
+        j, source, destination = move
+        held[source].remove(j)
+        held[destination].append(j)
     return held
+
+
+def _evening_move(
+    held: dict[str, list[int]],
+    candidates: dict[int, list[str]],
+    members: list[str],
+    balance_factor: int,
+    problem: Problem,
+) -> tuple[int, str, str] | None:
+    """One move that narrows the counts by at least two (so the loop ends), or None."""
+    for source in sorted(members, key=lambda m: (-len(held[m]), consumer_sort_key(m))):
+        for j in sorted(held[source], key=problem.keys.__getitem__):
+            lighter = [m for m in candidates[j] if len(held[source]) - len(held[m]) > max(1, balance_factor)]
+            if lighter:
+                return j, source, min(lighter, key=lambda m: (len(held[m]), consumer_sort_key(m)))
+    return None
 
 
 def _converged(

@@ -37,37 +37,72 @@ class LeastLoadedParams(BaseModel):
 
 
 def least_loaded(
-    rates: Sequence[float], lags: Sequence[float], order: list[int], rate_cap: float, lag_cap: float, start: int
+    rates: Sequence[float],
+    lags: Sequence[float],
+    order: list[int],
+    rate_cap: float,
+    lag_cap: float,
+    start: int,
+    scales: Sequence[float] = (),
 ) -> list[list[int]]:
-    """Least-Loaded with `start` bins, one more each time a partition fits nowhere. An empty bin takes
-    any partition, so n bins always suffice."""
+    """Least-Loaded with `start` bins, one more each time a partition fits nowhere. Bin b is a consumer of
+    `scales[b]` times the capacity (1 beyond the list): its caps are rate_cap·scale and lag_cap·scale, and
+    "least loaded" is its rate load over its scale (ties to the lowest bin). An empty bin takes any
+    partition, so n bins always suffice. Only bins that hold a partition are returned."""
     bins = max(1, start)
     while True:
+        scale = [scales[b] if b < len(scales) else 1.0 for b in range(bins)]
         held: list[list[int]] = [[] for _ in range(bins)]
+        rate_load = [0.0] * bins
         lag_load = [0.0] * bins
-        heap = [(0.0, b) for b in range(bins)]  # (rate load, bin): least loaded first, ties to the lowest bin
+        heap = [(0.0, b) for b in range(bins)]  # (rate load / scale, bin)
         for j in order:
             skipped = []
             while heap:
-                load, b = heapq.heappop(heap)
-                if not held[b] or (within(load + rates[j], rate_cap) and within(lag_load[b] + lags[j], lag_cap)):
+                _, b = heapq.heappop(heap)
+                if not held[b] or (
+                    within(rate_load[b] + rates[j], rate_cap * scale[b])
+                    and within(lag_load[b] + lags[j], lag_cap * scale[b])
+                ):
                     held[b].append(j)
+                    rate_load[b] += rates[j]
                     lag_load[b] += lags[j]
-                    heapq.heappush(heap, (load + rates[j], b))
+                    heapq.heappush(heap, (rate_load[b] / scale[b], b))
                     break
-                skipped.append((load, b))
+                skipped.append((rate_load[b] / scale[b], b))
             else:
                 break  # fits nowhere: start over with one bin more
             for entry in skipped:
                 heapq.heappush(heap, entry)
         else:
-            return held
+            return [kept for kept in held if kept]
         bins += 1
+
+
+def lower_bound(values: Sequence[float], cap: float, scales: Sequence[float] = ()) -> int:
+    """Bins one dimension needs at least. A value above its cap sits alone (nothing fits beside it), so
+    with equal bins: those, plus the rest's total over the cap, and at least the values above half the
+    cap (no two share a bin). With bins of `scales` (largest first): the fewest whose caps hold the total."""
+    if scales:
+        total, covered, count = sum(values) / cap, 0.0, 0
+        for scale in scales:
+            if covered >= total - 1e-9:
+                break
+            covered += scale
+            count += 1
+        return count + max(0, math.ceil(total - covered - 1e-9))
+    alone = sum(1 for value in values if value > cap)
+    rest = sum(value for value in values if value <= cap)
+    return max(alone + math.ceil(rest / cap - 1e-9), sum(1 for value in values if value > cap / 2))
 
 
 def place(problem: Problem, params: LeastLoadedParams) -> Placement:
     mu = params.mu or problem.capacity
     rates = problem.rates
+    # Consumers of different sizes: bin b is the b-th candidate (members largest first, then surplus bins of
+    # C), and μ scales with its capacity / C. With one size the bins are anonymous and named by overlap.
+    ids = [] if problem.uniform else candidates(problem, problem.size)
+    scales = [problem.capacity_of(c) / problem.capacity for c in ids]
     lags = [lag or 0.0 for lag in problem.lags]
     # Eq. 6-7: totalLag = lag + λ·t_r, the lag a partition will have when the rebalance is over.
     planned = [lag + rate * params.rebalance_s for lag, rate in zip(lags, rates)] if params.plan_rebalance_lag else lags
@@ -79,16 +114,9 @@ def place(problem: Problem, params: LeastLoadedParams) -> Placement:
         if not rates:
             return []
         rate_cap, lag_cap = mu * f, mu * params.w_sla * f
-        # Start from a lower bound so the restarts are few: the total over the capacity, and the partitions
-        # above half the capacity in one dimension (no two of them can share a consumer).
-        start = max(
-            math.ceil(sum(rates) / rate_cap - 1e-9),
-            math.ceil(sum(lag_values) / lag_cap - 1e-9),
-            sum(1 for rate in rates if rate > rate_cap / 2),
-            sum(1 for lag in lag_values if lag > lag_cap / 2),
-            1,
-        )
-        return least_loaded(rates, lag_values, order, rate_cap, lag_cap, start)
+        # Start from a lower bound in each dimension, so the restarts are few.
+        start = max(lower_bound(rates, rate_cap, scales), lower_bound(lag_values, lag_cap, scales), 1)
+        return least_loaded(rates, lag_values, order, rate_cap, lag_cap, start, scales)
 
     # G_current: the members (every one is a replica, busy or not), or the consumers that held a partition.
     if problem.members is not None:
@@ -99,11 +127,14 @@ def place(problem: Problem, params: LeastLoadedParams) -> Placement:
 
     def violates(f: float) -> bool:
         """assignmentViolatesTheSLA(f): Eq. 4 at f for some consumer, or a partition nobody in G_current holds."""
-        return owned < problem.size or any(
-            not within(sum(lags[j] for j in held), mu * params.w_sla * f)
-            or not within(sum(rates[j] for j in held), mu * f)
-            for held in current.values()
-        )
+
+        def over(c: str, held: list[int]) -> bool:
+            own = mu * f * problem.capacity_of(c) / problem.capacity
+            return not within(sum(lags[j] for j in held), own * params.w_sla) or not within(
+                sum(rates[j] for j in held), own
+            )
+
+        return owned < problem.size or any(over(c, held) for c, held in current.items())
 
     # Procedure 1, scaleNeeded, on the current lags.
     if len(pack(lags, params.f_up)) > len(current):
@@ -126,8 +157,10 @@ def place(problem: Problem, params: LeastLoadedParams) -> Placement:
         packing = pack(planned, params.f_up)
     if packing is None:
         assignment = current
-    else:
+    elif problem.uniform:
         assignment = name_by_overlap(problem, packing, candidates(problem, len(packing)))
+    else:
+        assignment = name_by_overlap(problem, packing, ids, [problem.capacity_of(c) for c in ids])
     return Placement(
         assignment,
         {

@@ -12,8 +12,8 @@ from app.core.model import Problem, consumer_sort_key, sorted_consumers
 
 def candidates(problem: Problem, count: int) -> list[str]:
     """The ids `count` bins may take: the members, or the previous consumers that still hold a partition,
-    then as many fresh ids (ConsumerPool) as `count` needs beyond them, in id order within each part."""
-    pool = ConsumerPool(problem.members)
+    then as many fresh ids (ConsumerPool) as `count` needs beyond them, each part in the pool's order."""
+    pool = ConsumerPool(problem.members, problem.capacity_of)
     if problem.members is not None:
         known = list(pool.members or [])
     else:
@@ -22,9 +22,14 @@ def candidates(problem: Problem, count: int) -> list[str]:
     return ids + [pool.open() for _ in range(count - len(ids))]
 
 
-def name_by_overlap(problem: Problem, packing: list[list[int]], ids: list[str]) -> dict[str, list[int]]:
+def name_by_overlap(
+    problem: Problem, packing: list[list[int]], ids: list[str], sizes: list[float] | None = None
+) -> dict[str, list[int]]:
     """Each bin gets the id among `ids` it shares the most previous rate with (largest overlap first,
-    ties by bin, then id); the other bins the unused ids in order. Empty bins are dropped."""
+    ties by bin, then id); the other bins the unused ids in order. Empty bins are dropped. With `sizes`
+    (the capacity bin b was packed for), a bin only takes an id of that capacity."""
+    size_of = problem.capacity_of
+    fits = (lambda b, consumer: True) if sizes is None else (lambda b, consumer: size_of(consumer) == sizes[b])
     rates, owner = problem.rates, problem.previous_owner
     overlap: dict[tuple[int, str], float] = {}
     for b, held in enumerate(packing):
@@ -36,11 +41,14 @@ def name_by_overlap(problem: Problem, packing: list[list[int]], ids: list[str]) 
     names: dict[int, str] = {}
     by_overlap = sorted(overlap.items(), key=lambda item: (-item[1], item[0][0], consumer_sort_key(item[0][1])))
     for (b, consumer), _ in by_overlap:
-        if b not in names and consumer in allowed:
+        if b not in names and consumer in allowed and fits(b, consumer):
             names[b] = consumer
             allowed.discard(consumer)
-    free = iter(c for c in ids if c in allowed)
-    return {names[b] if b in names else next(free): held for b, held in enumerate(packing) if held}
+    for b, held in enumerate(packing):
+        if held and b not in names:
+            names[b] = next(c for c in ids if c in allowed and fits(b, c))
+            allowed.discard(names[b])
+    return {names[b]: held for b, held in enumerate(packing) if held}
 
 
 def group_of(problem: Problem, params: FixedGroup) -> list[str]:

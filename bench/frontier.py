@@ -1,0 +1,67 @@
+"""repack on the consumers / Rscore frontier against BFD (fewest consumers) and MWF (least Rscore of the
+paper's algorithms), each replayed from its own previous assignment, as `groupfit evaluate` does.
+
+Per stream: average consumers and the ratio to BFD's, average Rscore and the ratio to MWF's, and the
+time per assignment (mean over the stream, the whole `solve`). The goal of issue #14: consumers ≤ 1.01 ×
+BFD's and Rscore ≤ 0.8 × MWF's, within 1 s per assignment. Streams: the published one (32 partitions),
+generated 200-partition streams at δ = 5, 15, 25 (seed 1 + δ), and 2 000 / 20 000 partitions at δ = 15
+(fewer measurements). BFD and MWF are measured in the same run (the machine's load moves every figure).
+
+    .venv/bin/python bench/frontier.py [--measurements 100] [--weights 0.5,1,1.5] [--large 2000,20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from app.cli import tune_gc
+from app.sim.evaluate import run_named
+from app.sim.stream import generate_stream, load_stream
+
+CAPACITY = 100.0
+REFERENCE = Path(__file__).resolve().parent.parent / "data" / "reference" / "paper_stream_delta5.json"
+
+
+def timed(stream: list, name: str) -> tuple[float, float, float]:
+    """(average consumers, average Rscore, seconds per assignment)."""
+    started = time.perf_counter()
+    run = run_named(stream, CAPACITY, name)
+    return run.avg_consumers, run.avg_rscore, (time.perf_counter() - started) / len(stream)
+
+
+def report(label: str, stream: list, names: list[str]) -> None:
+    bfd, mwf = timed(stream, "bfd"), timed(stream, "mwf")
+    print(f"\n{label}: {len(stream)} measurements")
+    print(f"{'algorithm':<14}{'consumers':>11}{'× BFD':>8}{'Rscore':>10}{'× MWF':>8}{'ms/assign':>11}  goal")
+    for name, (consumers, rscore, seconds) in [("bfd", bfd), ("mwf", mwf), *((n, timed(stream, n)) for n in names)]:
+        c_ratio, r_ratio = consumers / bfd[0], (rscore / mwf[1] if mwf[1] else float("nan"))
+        goal = "yes" if c_ratio <= 1.01 and r_ratio <= 0.8 and seconds <= 1 else "no"
+        print(
+            f"{name:<14}{consumers:>11.2f}{c_ratio:>8.3f}{rscore:>10.3f}{r_ratio:>8.3f}{seconds * 1000:>11.1f}"
+            f"  {goal if name.startswith('repack') else ''}",
+            flush=True,
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--measurements", type=int, default=100, help="per generated 200-partition stream")
+    parser.add_argument("--weights", default="0.5,1.5", help="repack@W besides repack (W = its default)")
+    parser.add_argument("--deltas", default="5,15,25")
+    parser.add_argument("--large", default="2000,20000", help="partition counts at δ = 15")
+    parser.add_argument("--large-measurements", type=int, default=4)
+    args = parser.parse_args()
+    tune_gc()
+    names = ["repack", *(f"repack@{w}" for w in args.weights.split(",") if w)]
+    report("published stream (δ = 5, 32 partitions)", load_stream(REFERENCE), names)
+    for delta in (int(d) for d in args.deltas.split(",") if d):
+        report(f"200 partitions, δ = {delta}", generate_stream(200, args.measurements, delta, seed=1 + delta), names)
+    for partitions in (int(n) for n in args.large.split(",") if n):
+        stream = generate_stream(partitions, args.large_measurements, 15, seed=16)
+        report(f"{partitions} partitions, δ = 15", stream, ["repack"])
+
+
+if __name__ == "__main__":
+    main()
