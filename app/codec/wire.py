@@ -92,6 +92,10 @@ def decode(decoder: msgspec.json.Decoder[T], body: bytes) -> T:
         raise _invalid(exc) from None
     except msgspec.DecodeError as exc:
         raise AssignmentError(ErrorCode.INVALID_JSON, f"the request is not valid JSON: {exc}.") from None
+    except UnicodeDecodeError as exc:
+        raise AssignmentError(ErrorCode.INVALID_JSON, f"the request is not UTF-8 text: {exc.reason}.") from None
+    except RecursionError:
+        raise AssignmentError(ErrorCode.INVALID_JSON, "the request is nested too deep.") from None
 
 
 def convert(value: Any, type_: type[T]) -> T:
