@@ -30,7 +30,7 @@ class Settings(BaseSettings):
     )
     data_dir: Path = Field(Path(".groupfit"), description="where the embedded Redis keeps its data (AOF)")
     redis_timeout_s: float = Field(1.0, gt=0, description="connect and command timeout towards Redis")
-    key_prefix: str = Field("groupfit", description="prefix of every Redis key")
+    key_prefix: str = Field("groupfit", pattern=r"^[^{}]*$", description="prefix of every Redis key (no braces)")
     history_limit: int = Field(1000, ge=1, description="versions kept in a group's history")
     idempotency_ttl_s: int = Field(86400, ge=1, description="how long a retried Idempotency-Key gets the same answer")
     max_body_bytes: int = Field(64 * 1024 * 1024, ge=1024, description="largest request body")

@@ -3,6 +3,7 @@ mapping from a decoding failure to an error code."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from typing import Annotated, Any, TypeVar
@@ -87,7 +88,9 @@ def decode(decoder: msgspec.json.Decoder[T], body: bytes) -> T:
     if not body.strip():
         raise AssignmentError(ErrorCode.INVALID_REQUEST, "the request body is empty; send a JSON object.")
     try:
-        return decoder.decode(body)
+        decoded = decoder.decode(body)
+        json.loads(body, object_pairs_hook=_unique_keys)  # msgspec keeps the last of duplicate keys silently
+        return decoded
     except msgspec.ValidationError as exc:
         raise _invalid(exc) from None
     except msgspec.DecodeError as exc:
@@ -96,6 +99,16 @@ def decode(decoder: msgspec.json.Decoder[T], body: bytes) -> T:
         raise AssignmentError(ErrorCode.INVALID_JSON, f"the request is not UTF-8 text: {exc.reason}.") from None
     except RecursionError:
         raise AssignmentError(ErrorCode.INVALID_JSON, "the request is nested too deep.") from None
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> None:
+    """json.loads's hook: fails on a key twice in one object; builds nothing (only the check is wanted)."""
+    if len(pairs) > 1 and len({key for key, _ in pairs}) < len(pairs):
+        seen: set[str] = set()
+        duplicate = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        raise AssignmentError(
+            ErrorCode.INVALID_JSON, f"the key {duplicate[:100]!r} appears twice in one object; send it once."
+        )
 
 
 def convert(value: Any, type_: type[T]) -> T:

@@ -32,10 +32,21 @@ def within(load: float, capacity: float) -> bool:
     return load <= capacity * ROUNDING
 
 
-@lru_cache(maxsize=1 << 14)  # ids are at most 255 characters: the cache stays within a few tens of MB
+CACHED_ID_LENGTH = 32
+"""Sort keys of ids up to this long are cached (at most 2^14 of them, so a few MB at worst); longer ids,
+rare and possibly hostile, are split each time rather than filling memory."""
+
+
 def consumer_sort_key(consumer: str) -> tuple:
     """Natural order of consumer ids ("c2" before "c10"): the order bins are scanned and ties broken in."""
+    return _cached_sort_key(consumer) if len(consumer) <= CACHED_ID_LENGTH else _natural_key(consumer)
+
+
+def _natural_key(consumer: str) -> tuple:
     return tuple(int(chunk) if i % 2 else chunk for i, chunk in enumerate(re.split(r"(\d+)", consumer)))
+
+
+_cached_sort_key = lru_cache(maxsize=1 << 14)(_natural_key)
 
 
 def sorted_consumers(consumers: Iterable[str]) -> list[str]:
