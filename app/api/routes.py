@@ -13,7 +13,6 @@ from starlette.responses import Response
 from app.api import examples
 from app.api.auth import Authenticated, ReadableGroup, WritableGroup
 from app.codec.assign import AssignRequest
-from app.codec.evaluate import EvaluateRequest
 from app.codec.groups import AlgorithmInfo, AlgorithmList, Health, RatesUpdate
 from app.codec.wire import decode, encode
 from app.core.algorithm import algorithms
@@ -24,9 +23,10 @@ from app.service.groups import GroupService
 
 router = APIRouter()
 
+UNIQUE_KEYS_INLINE_BYTES = 64 * 1024
+
 _ASSIGN = msgspec.json.Decoder(AssignRequest)
 _RATES = msgspec.json.Decoder(RatesUpdate)
-_EVALUATE = msgspec.json.Decoder(EvaluateRequest)
 
 
 def _ref(name: str) -> dict[str, Any]:
@@ -169,10 +169,15 @@ async def assign(
         Header(max_length=200, description="a retry with the same key and body gets the same answer"),
     ] = None,
 ) -> Response:
-    assign_request = decode(_ASSIGN, await _read_body(request))
+    body = await _read_body(request)
+    # a large body's duplicate-key check (as costly as its decoding) is left to the compute worker
+    small = len(body) <= UNIQUE_KEYS_INLINE_BYTES
+    assign_request = decode(_ASSIGN, body, unique_keys=small)
     grant.check(assign_request.group, write=bool(assign_request.group) and not assign_request.dry_run)
     service: AssignService = request.app.state.assigner
-    return _json(await service.assign(assign_request, delta == "dense", idempotency_key, _gone(request)))
+    return _json(
+        await service.assign(assign_request, delta == "dense", idempotency_key, _gone(request), None if small else body)
+    )
 
 
 @_endpoint(
@@ -269,7 +274,7 @@ async def get_rates(request: Request, group: ReadableGroup) -> Response:
 )
 async def evaluate(request: Request, _: Authenticated) -> Response:
     evaluator: EvaluateService = request.app.state.evaluator
-    return _json(await evaluator.evaluate(decode(_EVALUATE, await _read_body(request)), _gone(request)))
+    return _json(await evaluator.evaluate(await _read_body(request), _gone(request)))
 
 
 @_endpoint(

@@ -83,20 +83,30 @@ _AT = re.compile(r" - at `([^`]*)`$")
 T = TypeVar("T")
 
 
-def decode(decoder: msgspec.json.Decoder[T], body: bytes) -> T:
-    """A body → its Struct, or the AssignmentError the CLI and the API both answer."""
+def decode(decoder: msgspec.json.Decoder[T], body: bytes, unique_keys: bool = True) -> T:
+    """A body → its Struct, or the AssignmentError the CLI and the API both answer. `unique_keys=False`
+    leaves the duplicate-key check (as costly as the decoding) to the caller: `check_unique_keys`."""
     if not body.strip():
         raise AssignmentError(ErrorCode.INVALID_REQUEST, "the request body is empty; send a JSON object.")
     try:
         decoded = decoder.decode(body)
-        json.loads(body, object_pairs_hook=_unique_keys)  # msgspec keeps the last of duplicate keys silently
-        return decoded
     except msgspec.ValidationError as exc:
         raise _invalid(exc) from None
     except msgspec.DecodeError as exc:
         raise AssignmentError(ErrorCode.INVALID_JSON, f"the request is not valid JSON: {exc}.") from None
     except UnicodeDecodeError as exc:
         raise AssignmentError(ErrorCode.INVALID_JSON, f"the request is not UTF-8 text: {exc.reason}.") from None
+    except RecursionError:
+        raise AssignmentError(ErrorCode.INVALID_JSON, "the request is nested too deep.") from None
+    if unique_keys:
+        check_unique_keys(body)
+    return decoded
+
+
+def check_unique_keys(body: bytes) -> None:
+    """No key twice in one object (msgspec keeps the last silently). Only for a body msgspec decoded."""
+    try:
+        json.loads(body, object_pairs_hook=_unique_keys)
     except RecursionError:
         raise AssignmentError(ErrorCode.INVALID_JSON, "the request is nested too deep.") from None
 

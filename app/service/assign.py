@@ -19,7 +19,7 @@ from app.codec.assign import (
     problem_of,
     with_version,
 )
-from app.codec.wire import PartitionRate, convert, encode
+from app.codec.wire import PartitionRate, check_unique_keys, convert, encode
 from app.core.algorithm import get_algorithm
 from app.core.assign import Outcome, solve
 from app.core.errors import AssignmentError, ErrorCode
@@ -123,6 +123,8 @@ class AssignJob(msgspec.Struct, array_like=True):
     capacity: float
     dense: bool
     limits: Limits
+    body: bytes = b""
+    """The request as sent, when its duplicate-key check is left to the job (`check_unique_keys`)."""
 
 
 class Computed(msgspec.Struct, array_like=True):
@@ -140,6 +142,8 @@ class Computed(msgspec.Struct, array_like=True):
 
 
 def run_job(job: AssignJob) -> Computed:
+    if job.body:
+        check_unique_keys(job.body)
     outcome, answer, seconds = compute(job.request, job.partitions, job.previous, job.capacity, job.dense, job.limits)
     answer.group = job.request.group
     keys = outcome.problem.keys
@@ -187,10 +191,12 @@ class AssignService:
         dense: bool,
         idempotency_key: str | None,
         gone: Callable[[], Awaitable[object]] | None = None,
+        body: bytes | None = None,
     ) -> bytes:
         """The answer as JSON: computed, and stored as the group's next version when a group is named (not on
         a dry run). A retry with the same Idempotency-Key and request gets the first answer again. `gone`
-        returns when the client has gone away (its computation is then stopped)."""
+        returns when the client has gone away (its computation is then stopped); `body`, the request as
+        sent when its duplicate keys are still to be checked."""
         group, store = request.group, self.store
         get_algorithm(request.algorithm)  # an unknown name fails here, before any wait for a worker
         fingerprint = ""  # of the request an Idempotency-Key stands for; only computed when it is stored
@@ -207,7 +213,7 @@ class AssignService:
         if previous is None:
             previous = stored.assignment if stored else {}
         capacity = capacity_of(request, stored.capacity if stored else None)
-        job = AssignJob(request, list(partitions), previous, capacity, dense, self.limits)
+        job = AssignJob(request, list(partitions), previous, capacity, dense, self.limits, body or b"")
         size = len(partitions) + len(request.members or ()) + sum(map(len, previous.values()))
         if request.algorithm in CHEAP_ALGORITHMS and size <= self.inline_partitions:
             computed = run_job(job)

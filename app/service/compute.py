@@ -7,7 +7,8 @@ checks, small assignments, Redis round trips) never waits on one.
 - Every computation has a deadline, its wait for a worker included. Past it the request gets 504
   `compute_timeout` and its worker is killed and replaced, so abandoned work stops taking a core; the same
   when the client goes away first.
-- Each worker runs under an address-space limit, so a computation that would need more fails alone.
+- Each worker runs under an address-space limit, so a computation that would need more fails alone, and at
+  a lower CPU priority than the server.
 
 A job is a module-level function from bytes to bytes (named by module and name, so only bytes cross the
 socket); an AssignmentError it raises is raised again here, with its code.
@@ -19,6 +20,7 @@ import asyncio
 import collections
 import importlib
 import logging
+import os
 import pickle
 import resource
 import signal
@@ -37,6 +39,11 @@ Job = Callable[[bytes], bytes]
 
 _LENGTH = struct.Struct("!Q")
 _OK, _REFUSED, _OUT_OF_MEMORY, _FAILED = range(4)
+NICE = 10
+STARTUP_S = 60.0
+"""How long a worker may take to start (a fresh interpreter importing the jobs' modules)."""
+"""Workers run at a lower CPU priority than the server, so on a machine whose cores they fill the event
+loop (health checks, small assignments) still gets a core when it needs one."""
 
 
 class ComputePool:
@@ -71,8 +78,10 @@ class ComputePool:
             )
         self._admitted += 1
         try:
+            worker = await self._first_start()  # a worker's start is not the request's computation
             async with asyncio.timeout(self.timeout_s):
-                worker = await self._checkout()
+                if worker is None:
+                    worker = await self._checkout()
                 status, value = await self._call(worker, f"{job.__module__}:{job.__name__}", payload, gone)
         except TimeoutError:
             raise AssignmentError(
@@ -119,16 +128,20 @@ class ComputePool:
             self._discard(worker)
         return status, value
 
+    async def _first_start(self) -> _Worker | None:
+        """A new worker when none is idle and the pool is not full yet (the first requests after startup)."""
+        if self._idle or self._alive >= self.workers:
+            return None
+        self._alive += 1
+        try:
+            return await self._start()
+        except BaseException:
+            self._alive -= 1
+            raise
+
     async def _checkout(self) -> _Worker:
         if self._idle:
             return self._idle.pop()
-        if self._alive < self.workers:
-            self._alive += 1
-            try:
-                return await self._start()
-            except BaseException:
-                self._alive -= 1
-                raise
         waiter = asyncio.get_running_loop().create_future()
         self._waiting.append(waiter)
         try:
@@ -179,6 +192,12 @@ class ComputePool:
             )
         reader, writer = await asyncio.open_unix_connection(sock=ours)
         worker = _Worker(process, reader, writer)
+        try:
+            async with asyncio.timeout(STARTUP_S):
+                await reader.readexactly(1)  # imported what it preloads: ready
+        except BaseException:
+            worker.kill()
+            raise
         self._all.add(worker)
         return worker
 
@@ -228,9 +247,11 @@ def serve(fd: int, memory_bytes: int, preload: tuple[str, ...]) -> None:
     """A worker (a fresh interpreter started by the pool, the socket `fd` its line to the server): read (job
     name, payload), run it, write (status, result), until the server closes the socket."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the server, which then closes the socket
+    os.nice(NICE)
     sock = socket.socket(fileno=fd)
     for module in preload:
         importlib.import_module(module)
+    sock.sendall(b"R")
     if memory_bytes:
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     jobs: dict[str, Job] = {}

@@ -211,6 +211,17 @@ async def test_bad_assign_input_gets_a_4xx_error(client, body, code):
     assert (await client.post("/v1/assign", json=SMALL)).status_code == 200
 
 
+async def test_duplicate_keys_in_a_large_body_are_refused_too(client):
+    # above 64 KiB the check runs in the compute worker, not on the event loop
+    partitions = [{"topic": "t", "partition": p, "rate": 1} for p in range(1500)]
+    body = json.dumps({"algorithm": "mwf", "capacity": 100, "partitions": partitions})
+    assert len(body) > 64 * 1024
+    duplicated = body[:-1] + ', "capacity": 1000}'
+    response = await client.post("/v1/assign", content=duplicated, headers={"content-type": "application/json"})
+    assert response.status_code == 422 and error(response) == "invalid_json"
+    assert (await client.post("/v1/assign", content=body, headers={"content-type": "application/json"})).status_code == 200
+
+
 @pytest.mark.parametrize(
     "body",
     [
