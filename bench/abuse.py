@@ -1,5 +1,5 @@
 """Abuse: while clients send issue #13's worst requests in a loop, another process measures `/healthz` and
-a 100-partition assign. Prints their p50/p99, the service's peak RSS (the server process, and with its
+a 100-partition assign (and first, as a baseline on the same machine, without abuse). Prints their p50/p99, the service's peak RSS (the server process, and with its
 compute workers and embedded Redis) and the count of answers 5xx other than 503/504.
 
 The service runs under an address-space limit (`--memory-limit-mb`, RLIMIT_AS, inherited by everything it
@@ -224,6 +224,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--senders", type=int, default=8, help="concurrent abusive clients")
+    parser.add_argument("--baseline-seconds", type=float, default=15, help="measured first, without abuse")
     parser.add_argument("--memory-limit-mb", type=int, default=4096, help="RLIMIT_AS of the service")
     args = parser.parse_args()
 
@@ -258,6 +259,10 @@ def main() -> None:
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
         ours, theirs = multiprocessing.Pipe()
+        quiet = multiprocessing.get_context("fork").Process(target=measure, args=(url, args.baseline_seconds, theirs))
+        quiet.start()
+        baseline, _ = ours.recv()
+        quiet.join()
         measurer = multiprocessing.get_context("fork").Process(target=measure, args=(url, args.seconds, theirs))
         measurer.start()
         statuses = asyncio.run(abuse(url, args.seconds, args.senders))
@@ -277,10 +282,12 @@ def main() -> None:
     print(f"  abusive answers: {dict(sorted(statuses.items(), key=str))}")
     print(f"  measured answers: {dict(sorted(measured.items(), key=str))}")
     for name, values in latency.items():
-        ms = [v * 1000 for v in values]
-        print(
-            f"  {name:8s} n={len(ms)} p50 {percentile(ms, 50):.1f} ms  p99 {percentile(ms, 99):.1f} ms  max {max(ms):.1f} ms"
-        )
+        for phase, seconds in ((baseline[name], "without abuse"), (values, "under abuse")):
+            ms = [v * 1000 for v in phase]
+            print(
+                f"  {name:8s} {seconds:14s} n={len(ms):5d} p50 {percentile(ms, 50):7.1f} ms  "
+                f"p99 {percentile(ms, 99):7.1f} ms  max {max(ms):7.1f} ms"
+            )
     print(f"  peak RSS: server {peak[0]:.0f} MB, with workers and embedded Redis {peak[1]:.0f} MB")
     print(f"  5xx other than 503/504: {other_5xx}; service alive at the end: {alive}")
 

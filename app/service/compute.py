@@ -26,6 +26,7 @@ import resource
 import signal
 import socket
 import struct
+import subprocess
 import sys
 import traceback
 from collections.abc import Awaitable, Callable
@@ -183,12 +184,13 @@ class ComputePool:
     async def _start(self) -> _Worker:
         ours, theirs = socket.socketpair()
         with theirs:
-            process = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-c",
-                f"from app.service.compute import serve; serve({theirs.fileno()}, {self.memory_bytes}, {self.preload!r})",
+            command = f"from app.service.compute import serve; serve({theirs.fileno()}, {self.memory_bytes}, {self.preload!r})"
+            # started from a thread: forking a large server process takes tens of milliseconds
+            process = await asyncio.to_thread(
+                subprocess.Popen,
+                [sys.executable, "-c", command],
                 pass_fds=(theirs.fileno(),),
-                stdin=asyncio.subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL,
             )
         reader, writer = await asyncio.open_unix_connection(sock=ours)
         worker = _Worker(process, reader, writer)
@@ -219,28 +221,32 @@ class ComputePool:
         for worker in self._all:
             worker.kill()
         for worker in self._all:
-            await worker.process.wait()
+            await asyncio.to_thread(worker.process.wait)
         self._all.clear()
         self._idle.clear()
 
 
 class _Worker:
-    def __init__(self, process: Any, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self, process: subprocess.Popen[bytes], reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         self.process = process
         self.reader = reader
         self.writer = writer
 
     async def call(self, name: str, payload: bytes) -> tuple[int, Any]:
         frame = pickle.dumps((name, payload), protocol=pickle.HIGHEST_PROTOCOL)
-        self.writer.write(_LENGTH.pack(len(frame)) + frame)
+        self.writer.writelines((_LENGTH.pack(len(frame)), frame))
         await self.writer.drain()
         (length,) = _LENGTH.unpack(await self.reader.readexactly(_LENGTH.size))
         return pickle.loads(await self.reader.readexactly(length))
 
     def kill(self) -> None:
         self.writer.close()
-        if self.process.returncode is None:
-            self.process.kill()  # asyncio's child watcher reaps it
+        if self.process.poll() is None:
+            self.process.kill()
+            # reaped by a thread: a killed process exits at once, but not necessarily before this returns
+            asyncio.get_running_loop().run_in_executor(None, self.process.wait)
 
 
 def serve(fd: int, memory_bytes: int, preload: tuple[str, ...]) -> None:
