@@ -40,7 +40,7 @@ Job = Callable[[bytes], bytes]
 
 _LENGTH = struct.Struct("!Q")
 _OK, _REFUSED, _OUT_OF_MEMORY, _FAILED = range(4)
-NICE = 10
+NICE = 19
 STARTUP_S = 60.0
 """How long a worker may take to start (a fresh interpreter importing the jobs' modules)."""
 """Workers run at a lower CPU priority than the server, so on a machine whose cores they fill the event

@@ -219,7 +219,9 @@ async def test_duplicate_keys_in_a_large_body_are_refused_too(client):
     duplicated = body[:-1] + ', "capacity": 1000}'
     response = await client.post("/v1/assign", content=duplicated, headers={"content-type": "application/json"})
     assert response.status_code == 422 and error(response) == "invalid_json"
-    assert (await client.post("/v1/assign", content=body, headers={"content-type": "application/json"})).status_code == 200
+    assert (
+        await client.post("/v1/assign", content=body, headers={"content-type": "application/json"})
+    ).status_code == 200
 
 
 @pytest.mark.parametrize(
