@@ -355,7 +355,7 @@ class ApacheKafka:
 
     def _wait_until_ready(self, deadline: float) -> None:
         """Until every broker is in the metadata a client gets, failing at once if a node exits."""
-        from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
+        from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
         # log_level 0: librdkafka's connection-refused lines while the broker starts are expected.
@@ -376,11 +376,12 @@ class ApacheKafka:
             time.sleep(0.2)
         # The group coordinator creates __consumer_offsets on the first group request and answers "not
         # coordinator" until it has loaded: ask now, so a caller's first commit or join never meets that.
-        probe = [ConsumerGroupTopicPartitions("groupfit-broker-ready")]
+        # DescribeGroups, not OffsetFetch: librdkafka's admin OffsetFetch crashes on a "loading" answer.
         while True:
             # exception(), not result(): a raised error's traceback would keep this frame, and the admin client
             # with it, alive until interpreter exit, where librdkafka's teardown can hang.
-            if admin.list_consumer_group_offsets(probe, request_timeout=5)["groupfit-broker-ready"].exception() is None:
+            probe = admin.describe_consumer_groups(["groupfit-broker-ready"], request_timeout=5)
+            if probe["groupfit-broker-ready"].exception() is None:
                 return
             if time.monotonic() > deadline:
                 raise KafkaSetupError(f"Apache Kafka's group coordinator did not start in time.\n{self.logs_tail()}")
