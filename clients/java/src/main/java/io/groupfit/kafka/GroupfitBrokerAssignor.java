@@ -67,12 +67,14 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
     public static final String BOOTSTRAP_SERVERS = "groupfit.bootstrap.servers";
 
     private static final Logger log = LoggerFactory.getLogger(GroupfitBrokerAssignor.class);
+    /** How long an answer may take to be kept for a later change, beyond the bound the coordinator waits. */
+    private static final Duration LATE = Duration.ofSeconds(5);
 
     /** A partition as the group spec names it. */
     record IdPartition(Uuid topicId, int partition) {}
 
     /** groupfit's newest answer for a group, identity-keyed. */
-    record Latest(Map<TopicPartition, String> owner, long atNanos) {}
+    record Latest(Map<TopicPartition, String> owner, Set<String> members) {}
 
     /** How one assign() went: where the target came from, why, and how long it held the calling thread. */
     public record Report(String group, String source, String reason, int members, int partitions, long micros) {}
@@ -90,7 +92,13 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         thread.setDaemon(true);
         return thread;
     });
+    private final ExecutorService calls = Executors.newCachedThreadPool(runnable -> {
+        Thread thread = new Thread(runnable, "groupfit-assignor-call");
+        thread.setDaemon(true);
+        return thread;
+    });
     private volatile Admin admin;
+    volatile CompletableFuture<Void> warm = CompletableFuture.completedFuture(null);
     private volatile Report lastReport;
 
     @Override
@@ -111,12 +119,38 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         // Connecting is not bounded by the assign timeout: a new connection waits for the next assign().
         GroupfitClient client = new GroupfitClient(url, GroupfitAssignor.setting(configs, TOKEN, ""), Duration.ofSeconds(2));
         service = new GroupfitService(client, GroupfitAssignor.setting(configs, ALGORITHM, "mwf"), ratesMaxAge);
+        warm = warmUp(client);
         adminConfig = new Properties();
         adminConfig.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap(configs));
         adminConfig.put(AdminClientConfig.CLIENT_ID_CONFIG, "groupfit-broker-assignor");
         adminConfig.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
         adminConfig.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "15000");
     }
+
+    /** Load the HTTP and JSON classes and open a connection now, so the first bounded call is not a cold one. */
+    private CompletableFuture<Void> warmUp(GroupfitClient client) {
+        return CompletableFuture.runAsync(() -> {
+            try {
+                GroupfitClient.JSON.writeValueAsBytes(new Api.AssignRequest("mwf", 1.0, "g", List.of("a"),
+                        List.of(new Api.PartitionRate("t", 0, 1.0, null)), Map.of("a", List.of(new Api.PartitionRef("t", 0))),
+                        null));
+                GroupfitClient.JSON.readValue(WARM_UP_ANSWER, Api.AssignResponse.class);
+                GroupfitService.check(GroupfitClient.JSON.readValue(WARM_UP_ANSWER, Api.AssignResponse.class),
+                        List.of("a"), List.of(new TopicPartition("t", 0)));
+                Balance.sticky(List.of("a", "b"), List.of(1, 2, 3), Map.of(1, "b"));
+                client.rates("groupfit-warm-up", Duration.ofSeconds(5)).handle((r, e) -> null).get(6, TimeUnit.SECONDS);
+            } catch (Exception e) {
+                log.warn("groupfit assignor: warming up failed: {}", GroupfitService.reason(e));
+            }
+        }, calls);
+    }
+
+    private static final String WARM_UP_ANSWER = "{\"algorithm\":\"mwf\",\"capacity\":1,\"assignment\":{\"a\":"
+            + "[{\"topic\":\"t\",\"partition\":0}]},\"consumers\":[{\"id\":\"a\",\"load\":1,\"utilization\":1,"
+            + "\"partition_count\":1}],\"moves\":[{\"topic\":\"t\",\"partition\":0,\"from\":\"b\",\"to\":\"a\","
+            + "\"rate\":1}],\"delta\":{\"rows\":[],\"columns\":[],\"cells\":[]},\"rscore\":1,\"consumer_count\":1,"
+            + "\"lower_bound\":1,\"overloaded_partitions\":[],\"overloaded_members\":[],\"recommended_consumers\":null,"
+            + "\"outputs\":{},\"group\":\"g\",\"version\":1}";
 
     /** groupfit.bootstrap.servers, else this broker's own advertised (or plain) client listeners. */
     static String bootstrap(Map<String, ?> configs) {
@@ -144,6 +178,12 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
 
     public Report lastReport() {
         return lastReport;
+    }
+
+    /** What the background would learn from the broker (for tests without one). */
+    void remember(Map<String, String> groups, Map<Uuid, String> names) {
+        groupOfMember.putAll(groups);
+        topicNames.putAll(names);
     }
 
     @Override
@@ -200,10 +240,13 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             List<TopicPartition> named_ = partitions.stream().map(this::named).toList();
             Map<TopicPartition, String> previous = new HashMap<>();
             current.forEach((p, identity) -> previous.put(named(p), identity));
-            CompletableFuture<GroupfitService.Answer> asked =
-                    service.ask(group, capacity, identities, named_, previous, timeout);
+            // The whole call runs on another thread, so this one waits for the bound and no longer (building the
+            // request, a new connection); the HTTP timeout is longer, so a late answer still arrives and is kept.
             String askedFor = group;
-            asked.thenAccept(answer -> latest.put(askedFor, new Latest(answer.owner(), System.nanoTime())));
+            CompletableFuture<GroupfitService.Answer> asked = CompletableFuture
+                    .supplyAsync(() -> service.ask(askedFor, capacity, identities, named_, previous, LATE), calls)
+                    .thenCompose(future -> future);
+            asked.thenAccept(answer -> latest.put(askedFor, new Latest(answer.owner(), Set.copyOf(identities))));
             try {
                 Map<TopicPartition, String> owner = asked.get(
                         Math.max(0, timeout.toNanos() - (System.nanoTime() - started)), TimeUnit.NANOSECONDS).owner();
@@ -223,7 +266,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         }
         String source = target != null ? "service" : "fallback";
         if (target == null) {
-            target = fallback(group, identityOf, memberIds, readers, partitions, current);
+            target = fallback(group, identityOf, readers, partitions, current);
         }
         GroupAssignment assignment = assignment(memberIds, identityOf, target);
         long micros = (System.nanoTime() - started) / 1000;
@@ -239,13 +282,17 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         return new TopicPartition(topicNames.get(p.topicId()), p.partition());
     }
 
-    /** Balance.sticky per set of readers, starting from groupfit's newest answer (when there is one) else now. */
-    private Map<IdPartition, String> fallback(String group, Map<String, String> identityOf, List<String> memberIds,
+    /**
+     * Without a fresh answer: groupfit's newest answer for the group when it was for these members (completed for
+     * new partitions); else balanced counts per set of readers, sticky to that answer (members that left dropped)
+     * or, without one, to the current assignment.
+     */
+    private Map<IdPartition, String> fallback(String group, Map<String, String> identityOf,
             Map<Uuid, List<String>> readers, List<IdPartition> partitions, Map<IdPartition, String> current) {
         Map<IdPartition, String> start = new HashMap<>(current);
         Latest newest = group == null ? null : latest.get(group);
+        Set<String> present = new HashSet<>(identityOf.values());
         if (newest != null) {
-            Set<String> present = new HashSet<>(identityOf.values());
             for (IdPartition p : partitions) {
                 String name = topicNames.get(p.topicId());
                 String owner = name == null ? null : newest.owner().get(new TopicPartition(name, p.partition()));
@@ -254,12 +301,14 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
                 }
             }
         }
+        boolean sameMembers = newest != null && newest.members().equals(present);
         Map<List<String>, List<IdPartition>> byReaders = new TreeMap<>(Comparator.comparing(Object::toString));
         for (IdPartition p : partitions) {
             byReaders.computeIfAbsent(readers.get(p.topicId()).stream().sorted().toList(), r -> new ArrayList<>()).add(p);
         }
         Map<IdPartition, String> owner = new HashMap<>();
-        byReaders.forEach((who, share) -> owner.putAll(Balance.sticky(who, share, start)));
+        byReaders.forEach((who, share) -> owner.putAll(
+                sameMembers ? Balance.complete(who, share, start) : Balance.sticky(who, share, start)));
         return owner;
     }
 
@@ -349,6 +398,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
     @Override
     public void close() {
         background.shutdownNow();
+        calls.shutdownNow();
         Optional.ofNullable(admin).ifPresent(a -> a.close(Duration.ofSeconds(5)));
     }
 }

@@ -24,6 +24,10 @@ class BalanceTest {
         Map<Integer, String> owner = Balance.sticky(List.of("a", "b", "c"), partitions, Map.of());
         assertEquals(11, owner.size());
         assertEquals(Map.of("a", 4, "b", 4, "c", 3), counts(owner));
+        // The extra partitions stay with the members that held most.
+        Map<Integer, String> held = Balance.sticky(List.of("a", "b", "c"), List.of(0, 1, 2, 3),
+                Map.of(0, "c", 1, "c", 2, "c"));
+        assertEquals(Map.of("c", 2, "a", 1, "b", 1), counts(held));
     }
 
     @Test
@@ -37,6 +41,13 @@ class BalanceTest {
         assertEquals(Map.of("a", 3, "b", 3, "c", 3), counts(owner));
         assertEquals(List.of("a", "a", "a", "c", "b", "b"),
                 List.of(owner.get(0), owner.get(1), owner.get(2), owner.get(3), owner.get(4), owner.get(5)));
+    }
+
+    @Test
+    void completeKeepsTheAnswerAndPlacesWhatItMissesOnTheEmptiest() {
+        Map<Integer, String> owner = Balance.complete(List.of("a", "b", "c"), List.of(0, 1, 2, 3, 4),
+                Map.of(0, "a", 1, "a", 2, "a", 3, "gone"));
+        assertEquals(Map.of(0, "a", 1, "a", 2, "a", 3, "b", 4, "c"), owner);
     }
 
     @Test
