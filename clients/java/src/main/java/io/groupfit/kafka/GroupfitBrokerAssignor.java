@@ -85,7 +85,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
     private Properties adminConfig;
     private final Map<String, String> groupOfMember = new ConcurrentHashMap<>();
     private final Map<Uuid, String> topicNames = new ConcurrentHashMap<>();
-    private final Map<String, Latest> latest = new ConcurrentHashMap<>();
+    final Map<String, Latest> latest = new ConcurrentHashMap<>(); // by group; read by tests
     private final Set<String> resolving = ConcurrentHashMap.newKeySet();
     private final ExecutorService background = Executors.newSingleThreadExecutor(runnable -> {
         Thread thread = new Thread(runnable, "groupfit-assignor-background");

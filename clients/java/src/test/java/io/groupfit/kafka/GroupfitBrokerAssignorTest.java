@@ -130,6 +130,9 @@ class GroupfitBrokerAssignorTest {
         assignor.warm.get();
         assignor.remember(Map.of("a", "g1"), Map.of(TOPIC, "orders"));
         assignor.assign(new Spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4)); // warms the rates cache
+        for (int i = 0; i < 100 && !assignor.latest.containsKey("g1"); i++) {
+            Thread.sleep(20); // its answer, on time or late, is kept
+        }
         service.delayMs = 300;
         GroupAssignment first = assignor.assign(new Spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4));
         assertEquals("fallback", assignor.lastReport().source());
