@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import re
-import shutil
 import subprocess
 import threading
 import time
@@ -22,60 +20,30 @@ import uuid
 import xml.etree.ElementTree as ElementTree
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from app.local.kafka import ApacheKafka, java
+from app.local.java_clients import PROJECT, JavaBuild, build
+from app.local.kafka import ApacheKafka, KafkaSetupError, java
 from tests.conftest import LiveService
 
 pytestmark = pytest.mark.integration
 
-PROJECT = Path(__file__).resolve().parents[2] / "clients" / "java"
 # Skewed: 230 in all, so three members of capacity 100 can hold them and two cannot.
 RATES = [60.0, 40.0, 30.0, 25.0, 20.0, 15.0, 10.0, 10.0, 8.0, 6.0, 4.0, 2.0]
 RECORDS = 10  # per partition and phase
 
 
-def maven(*goals: str) -> subprocess.CompletedProcess:
-    """`mvn` offline (the usual case: ~/.m2 holds everything after the first build), online the first time."""
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        pytest.fail("`mvn` is not on PATH; the Java clients need Maven (Debian: apt-get install maven)")
-    command = [mvn, "-B", "-q", "-f", str(PROJECT / "pom.xml"), *goals]
-    done = subprocess.run([*command[:3], "-o", *command[3:]], capture_output=True, text=True)
-    if done.returncode != 0 and "offline mode" in done.stdout + done.stderr:
-        done = subprocess.run(command, capture_output=True, text=True)
-    return done
-
-
-@dataclass
-class JavaBuild:
-    jar: Path
-    classpath: str  # the test programs' classpath: their classes, the clients and their dependencies
-    seconds: float
-
-
 @pytest.fixture(scope="module")
 def java_build() -> JavaBuild:
-    began = time.monotonic()
-    done = maven(
-        "verify",
-        "dependency:build-classpath",
-        "-Dmdep.outputFile=target/classpath.txt",
-        "-Dmdep.includeScope=test",
-    )
-    if done.returncode != 0:
-        pytest.fail(f"`mvn verify` failed on {PROJECT}:\n{(done.stdout + done.stderr)[-6000:]}")
-    target = PROJECT / "target"
-    (jar,) = target.glob("groupfit-kafka-*.jar")
-    dependencies = (target / "classpath.txt").read_text().strip()
-    classpath = os.pathsep.join([str(target / "test-classes"), str(target / "classes"), dependencies])
-    return JavaBuild(jar, classpath, time.monotonic() - began)
+    """`mvn verify` once for the module: the jar, the unit tests (Surefire), the test programs' classpath."""
+    try:
+        return build("verify")
+    except KafkaSetupError as error:
+        pytest.fail(str(error))
 
 
 def test_maven_builds_the_jar_and_its_unit_tests_pass(java_build: JavaBuild):

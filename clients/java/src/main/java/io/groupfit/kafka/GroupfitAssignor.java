@@ -45,6 +45,7 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
     public static final String GROUP = "groupfit.group";
     public static final String IDENTITY = "groupfit.identity";
     public static final String REBALANCE_PROTOCOL = "groupfit.rebalance.protocol";
+    public static final String RATES_MAX_AGE_MS = "groupfit.rates.max.age.ms";
 
     private static final Logger log = LoggerFactory.getLogger(GroupfitAssignor.class);
 
@@ -95,7 +96,8 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
         cooperative = protocol.equals("cooperative");
         Object token = configs.get(TOKEN);
         GroupfitClient client = new GroupfitClient(url.toString(), token == null ? null : token.toString(), timeout);
-        service = new GroupfitService(client, setting(configs, ALGORITHM, "mwf"), Duration.ZERO);
+        Duration ratesMaxAge = Duration.ofMillis(Long.parseLong(setting(configs, RATES_MAX_AGE_MS, "10000")));
+        service = new GroupfitService(client, setting(configs, ALGORITHM, "mwf"), ratesMaxAge);
     }
 
     static String setting(Map<String, ?> configs, String key, String otherwise) {
@@ -128,6 +130,9 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
 
     @Override
     public ByteBuffer subscriptionUserData(Set<String> topics) {
+        // Every member is about to join and any may become the leader: read the rates now, while the group
+        // gathers, so the leader's assign() makes one call instead of two.
+        service.rates(group, timeout);
         return new MemberData(identity, capacity, owned, generation).encode();
     }
 

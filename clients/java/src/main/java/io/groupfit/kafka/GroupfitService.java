@@ -31,7 +31,7 @@ public final class GroupfitService {
         }
     }
 
-    private record CachedRates(Map<TopicPartition, Api.PartitionRate> rates, long readNanos) {}
+    private record CachedRates(CompletableFuture<Map<TopicPartition, Api.PartitionRate>> rates, long startedNanos) {}
 
     private final GroupfitClient client;
     private final String algorithm;
@@ -49,13 +49,17 @@ public final class GroupfitService {
         return client;
     }
 
-    /** The group's stored rates by partition, read again when older than the configured age. */
+    /**
+     * The group's stored rates by partition. A read started less than the configured age ago (finished or still
+     * under way) is shared, so a read started early (e.g. while the group is joining) serves the assignment.
+     */
     public CompletableFuture<Map<TopicPartition, Api.PartitionRate>> rates(String group, Duration timeout) {
         CachedRates cached = ratesCache.get(group);
-        if (cached != null && System.nanoTime() - cached.readNanos() < ratesMaxAgeNanos) {
-            return CompletableFuture.completedFuture(cached.rates());
+        if (cached != null && System.nanoTime() - cached.startedNanos() < ratesMaxAgeNanos
+                && !cached.rates().isCompletedExceptionally()) {
+            return cached.rates();
         }
-        return client.rates(group, timeout).handle((stored, error) -> {
+        CompletableFuture<Map<TopicPartition, Api.PartitionRate>> read = client.rates(group, timeout).handle((stored, error) -> {
             Map<TopicPartition, Api.PartitionRate> rates = new HashMap<>();
             if (error != null) {
                 Throwable cause = error instanceof CompletionException && error.getCause() != null
@@ -68,11 +72,12 @@ public final class GroupfitService {
                     rates.put(new TopicPartition(rate.topic(), rate.partition()), rate);
                 }
             }
-            if (ratesMaxAgeNanos > 0) {
-                ratesCache.put(group, new CachedRates(rates, System.nanoTime()));
-            }
             return rates;
         });
+        if (ratesMaxAgeNanos > 0) {
+            ratesCache.put(group, new CachedRates(read, System.nanoTime()));
+        }
+        return read;
     }
 
     /**

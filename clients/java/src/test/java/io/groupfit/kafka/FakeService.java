@@ -18,6 +18,7 @@ final class FakeService implements AutoCloseable {
     volatile String rates = "{\"error\":{\"code\":\"group_not_found\",\"message\":\"no such group\"}}";
     volatile int ratesStatus = 404;
     volatile long delayMs = 0;
+    final java.util.concurrent.atomic.AtomicInteger ratesReads = new java.util.concurrent.atomic.AtomicInteger();
     volatile Function<JsonNode, Reply> assign = request -> new Reply(500, "{}");
 
     FakeService() throws IOException {
@@ -30,6 +31,7 @@ final class FakeService implements AutoCloseable {
             }
             Reply reply;
             if (exchange.getRequestMethod().equals("GET") && exchange.getRequestURI().getPath().endsWith("/rates")) {
+                ratesReads.incrementAndGet();
                 reply = new Reply(ratesStatus, rates);
             } else {
                 JsonNode request = GroupfitClient.JSON.readTree(exchange.getRequestBody());

@@ -43,11 +43,30 @@ class GroupfitAssignorTest {
     }
 
     private GroupfitAssignor assignor(String protocol, long timeoutMs) {
+        return assignor(protocol, timeoutMs, 0);
+    }
+
+    private GroupfitAssignor assignor(String protocol, long timeoutMs, long ratesMaxAgeMs) {
         GroupfitAssignor assignor = new GroupfitAssignor();
         assignor.configure(Map.of(GroupfitAssignor.URL, service.url(), "group.id", "g", "client.id", "leader",
                 GroupfitAssignor.CAPACITY, "100", GroupfitAssignor.TIMEOUT_MS, String.valueOf(timeoutMs),
-                GroupfitAssignor.REBALANCE_PROTOCOL, protocol));
+                GroupfitAssignor.REBALANCE_PROTOCOL, protocol,
+                GroupfitAssignor.RATES_MAX_AGE_MS, String.valueOf(ratesMaxAgeMs)));
         return assignor;
+    }
+
+    @Test
+    void ratesReadWhileTheGroupJoinsServeTheLeadersAssign() throws Exception {
+        service.ratesFor("t", 2, 10);
+        service.assign = request -> new FakeService.Reply(200, FakeService.answer(
+                "{\"a\":[{\"topic\":\"t\",\"partition\":0},{\"topic\":\"t\",\"partition\":1}]}"));
+        GroupfitAssignor assignor = assignor("eager", 2000, 10_000);
+        assignor.subscriptionUserData(java.util.Set.of("t")); // the member joins: the read starts
+        assignor.assign(cluster("t", 2), new GroupSubscription(Map.of("m1", member("a", List.of(), -1))));
+        assignor.assign(cluster("t", 2), new GroupSubscription(Map.of("m1", member("a", List.of(), -1))));
+        assertEquals("service", assignor.lastReport().source());
+        assertEquals(1, service.ratesReads.get());
+        assertEquals(2, service.assignRequests.size());
     }
 
     private static Subscription member(String identity, List<TopicPartition> owned, int generation) {
