@@ -266,6 +266,30 @@ def test_spark_submit_script_passes_the_job_its_options():
     )
 
 
+def test_deploy_runs_the_kafka_and_the_connector_the_tests_run():
+    """The tests start Apache Kafka and load Spark's Kafka connector from deploy/kafka/pom.xml for the installed
+    PySpark; compose, the Spark image and its manifests name the same Kafka, the same Spark minor and the
+    connector coordinates the pom resolves."""
+    import pyspark
+
+    from app.local.kafka import KAFKA_VERSION, pom_property
+
+    assert compose_services()["kafka"]["image"] == f"apache/kafka:{KAFKA_VERSION}"
+    deployed = spark_version()
+    assert deployed.split(".")[:2] == pyspark.__version__.split(".")[:2]
+    assert pom_property("spark.version") == deployed
+    pom = (ROOT / "deploy" / "kafka" / "pom.xml").read_text()
+    assert "<artifactId>spark-sql-kafka-0-10_${scala.binary.version}</artifactId>" in pom
+    coordinates = f"org.apache.spark:spark-sql-kafka-0-10_{pom_property('scala.binary.version')}:{deployed}"
+    job = compose_services()["rates-job"]["command"]
+    application = next(d for d in documents() if d["kind"] == "SparkApplication")["spec"]
+    assert job[job.index("--packages") + 1] == coordinates
+    assert application["deps"]["packages"] == [coordinates]
+    assert f"--packages {coordinates}" in (ROOT / "deploy" / "spark" / "submit.sh").read_text()
+    # The connector is the job's default source; the files say so anyway, so a changed default cannot move them.
+    assert parse_rates_job(["--topics", "t"]).source == "kafka"
+
+
 # -- architecture picture --------------------------------------------------------------------
 
 

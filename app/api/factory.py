@@ -16,13 +16,15 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from app import codec
-from app.api.auth import Authorizer
+from app.api.auth import Authenticated, Authorizer
 from app.api.errors import STATUS, error, error_response
 from app.api.observability import Metrics, ObservabilityMiddleware, configure_logging, log
 from app.api.routes import router
 from app.core.algorithm import algorithms
 from app.core.errors import AssignmentError, ErrorCode
 from app.service.assign import AssignService
+from app.service.compute import ComputePool
+from app.service.evaluate import EvaluateService
 from app.service.groups import GroupService
 from app.settings import Settings, get_settings
 from app.store.groups import GroupStore, StoreUnavailable
@@ -41,7 +43,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        await app.state.compute.start()
         yield
+        await app.state.compute.close()
         await app.state.store.close()
 
     app = FastAPI(
@@ -51,7 +55,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
-    app.state.metrics = Metrics()
+    app.state.metrics = Metrics(settings.metrics_max_groups)
     app.state.store = GroupStore(
         settings.redis_url or "redis://127.0.0.1:6379/0",
         settings.key_prefix,
@@ -60,7 +64,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.idempotency_ttl_s,
     )
     app.state.authorizer = Authorizer(settings.auth_tokens)
-    app.state.assigner = AssignService(app.state.store, settings, app.state.metrics)
+    app.state.compute = ComputePool(
+        settings.compute_workers,
+        settings.compute_queue,
+        settings.compute_timeout_s,
+        settings.compute_worker_memory_mb,
+        preload=("app.service.assign", "app.service.evaluate"),
+    )
+    app.state.assigner = AssignService(app.state.store, settings, app.state.compute, app.state.metrics)
+    app.state.evaluator = EvaluateService(settings, app.state.compute)
     app.state.groups = GroupService(app.state.store, settings.max_partitions)
     app.include_router(router)
     if settings.cors_origins:
@@ -79,8 +91,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         summary="Prometheus metrics",
         response_class=Response,
         responses={200: {"description": "Prometheus text format", "content": {"text/plain": {}}}},
+        openapi_extra={"security": [{"bearer": ["read"]}]},
     )
-    async def metrics() -> Response:
+    async def metrics(_: Authenticated) -> Response:  # group names are not for anyone to read
         return Response(generate_latest(app.state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.exception_handler(AssignmentError)

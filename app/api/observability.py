@@ -9,17 +9,48 @@ import logging
 import sys
 import time
 import uuid
+from collections import OrderedDict
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from app.core.assign import Outcome
-
 log = logging.getLogger("groupfit")
 
 
+class GroupSeries:
+    """Every per-group series goes through here, so their number stays bounded: at most `cap` groups have
+    series (the least recently updated group's are dropped when another comes; 0: none), whatever the
+    number of groups the service has seen."""
+
+    def __init__(self, registry: CollectorRegistry, cap: int) -> None:
+        self.registry = registry
+        self.cap = cap
+        self.gauges: list[Gauge] = []
+        self.recent: OrderedDict[str, None] = OrderedDict()
+
+    def gauge(self, name: str, documentation: str) -> Gauge:
+        gauge = Gauge(name, documentation, ["group"], registry=self.registry)
+        self.gauges.append(gauge)
+        return gauge
+
+    def set(self, gauge: Gauge, group: str, value: float) -> None:
+        if self.cap == 0:
+            return
+        self.recent[group] = None
+        self.recent.move_to_end(group)
+        while len(self.recent) > self.cap:
+            self.forget(next(iter(self.recent)))
+        gauge.labels(group).set(value)
+
+    def forget(self, group: str) -> None:
+        self.recent.pop(group, None)
+        for gauge in self.gauges:
+            with contextlib.suppress(KeyError):  # no series of this group in this gauge
+                gauge.remove(group)
+
+
 class Metrics:
-    def __init__(self) -> None:
+    def __init__(self, max_groups: int = 1000) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "groupfit_http_requests",
@@ -41,28 +72,22 @@ class Metrics:
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
             registry=self.registry,
         )
-        self.rscore = Gauge(
-            "groupfit_group_rscore", "Rscore of the group's last stored assignment", ["group"], registry=self.registry
-        )
-        self.consumers = Gauge(
-            "groupfit_group_consumers",
-            "consumers of the group's last stored assignment",
-            ["group"],
-            registry=self.registry,
+        self.groups = GroupSeries(self.registry, max_groups)
+        self.rscore = self.groups.gauge("groupfit_group_rscore", "Rscore of the group's last stored assignment")
+        self.consumers = self.groups.gauge(
+            "groupfit_group_consumers", "consumers of the group's last stored assignment"
         )
 
     def computed(self, algorithm: str, seconds: float) -> None:
         self.compute.labels(algorithm).observe(seconds)
 
-    def stored(self, group: str, outcome: Outcome) -> None:
-        self.rscore.labels(group).set(outcome.rscore)
-        self.consumers.labels(group).set(outcome.consumer_count)
+    def stored(self, group: str, rscore: float, consumer_count: int) -> None:
+        self.groups.set(self.rscore, group, rscore)
+        self.groups.set(self.consumers, group, consumer_count)
 
     def forget_group(self, group: str) -> None:
-        """A deleted group's gauges go too (else every group ever seen stays exported)."""
-        for gauge in (self.rscore, self.consumers):
-            with contextlib.suppress(KeyError):  # this process never stored a version of it
-                gauge.remove(group)
+        """A deleted group's series go too."""
+        self.groups.forget(group)
 
 
 class JsonFormatter(logging.Formatter):
@@ -112,7 +137,7 @@ class ObservabilityMiddleware:
         finally:
             elapsed = time.perf_counter() - start
             route = getattr(scope.get("route"), "path", "unmatched")
-            method = scope["method"]
+            method = scope["method"] if scope["method"] in _METHODS else "other"  # a label of bounded values
             self.metrics.requests.labels(method, route, str(status)).inc()
             self.metrics.latency.labels(method, route, str(status)).observe(elapsed)
             if log.isEnabledFor(logging.INFO):
@@ -128,6 +153,9 @@ class ObservabilityMiddleware:
                         }
                     },
                 )
+
+
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"})
 
 
 def _header(scope: dict, name: bytes) -> str | None:

@@ -11,7 +11,14 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 from app.codec.wire import ConsumerId, GroupName, PartitionRate, PartitionRef, keys_of, partition_ref, wired
 from app.core.assign import Outcome
 from app.core.errors import AssignmentError, ErrorCode
-from app.core.model import PartitionKey, Problem, build_problem, capacity_from_throughput, sorted_consumers
+from app.core.model import (
+    MAX_CONSUMERS,
+    PartitionKey,
+    Problem,
+    build_problem,
+    capacity_from_throughput,
+    sorted_consumers,
+)
 
 
 class AssignRequest(Struct, forbid_unknown_fields=True, kw_only=True):
@@ -110,6 +117,7 @@ def problem_of(
     partitions: Sequence[PartitionRate],
     previous: Mapping[str, Sequence[PartitionKey]],
     capacity: float,
+    max_consumers: int = MAX_CONSUMERS,
 ) -> Problem:
     return build_problem(
         keys_of(partitions),
@@ -118,6 +126,7 @@ def problem_of(
         capacity,
         previous,
         request.members,
+        max_consumers=max_consumers,
     )
 
 
@@ -156,6 +165,17 @@ def answer_of(outcome: Outcome, dense: bool = False) -> AssignResponse:
         recommended_consumers=outcome.recommended_consumers,
         outputs=wired(outcome.outputs),
     )
+
+
+_NO_VERSION = b'"version":null}'
+
+
+def with_version(answer: bytes, version: int) -> bytes:
+    """An encoded answer, encoded before the store numbered it, with its version: `version` is the last
+    field, so this is a splice of the tail, not a second encoding of what may be megabytes."""
+    if not answer.endswith(_NO_VERSION):
+        raise ValueError("the answer was encoded with a version already")
+    return answer[: -len(_NO_VERSION)] + b'"version":%d}' % version
 
 
 def assignment_refs(assignment: Mapping[str, Sequence[PartitionKey]]) -> dict[str, list[PartitionRef]]:

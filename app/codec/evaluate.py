@@ -21,6 +21,10 @@ class LatencyOptions(Struct, forbid_unknown_fields=True, kw_only=True):
     iteration_s: Annotated[float, Meta(gt=0)] = 30.0
     rebalance_s: Annotated[float, Meta(ge=0)] = 5.0
 
+    def __post_init__(self) -> None:
+        if not self.rebalance_s < self.iteration_s:  # as POST /v1/assign's capacity_from_throughput
+            raise ValueError(f"rebalance_s must be below iteration_s ({self.iteration_s}), got {self.rebalance_s}")
+
 
 class OptimumOptions(Struct, forbid_unknown_fields=True, kw_only=True):
     time_limit_ms: Annotated[int, Meta(ge=1, description="budget of the exact algorithm per measurement")] = 1000

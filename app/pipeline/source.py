@@ -9,6 +9,7 @@ offset, timestamp, size (key + value bytes).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -125,12 +126,20 @@ class KafkaStreamReader(DataSourceStreamReader):
             consumer.close()
 
 
+@functools.cache
+def admin_client(bootstrap: str) -> Any:
+    """One admin client per cluster and process (thread-safe; the driver asks every micro-batch)."""
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
 def end_offsets(bootstrap: str, topics: list[str], which: str) -> dict[str, int]:
     """{"topic/partition": offset} of the earliest or latest offset of every partition of the topics."""
     from confluent_kafka import TopicPartition
-    from confluent_kafka.admin import AdminClient, OffsetSpec
+    from confluent_kafka.admin import OffsetSpec
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = admin_client(bootstrap)
     metadata = admin.list_topics(timeout=10)
     spec = OffsetSpec.earliest() if which == "earliest" else OffsetSpec.latest()
     wanted = {

@@ -1,13 +1,18 @@
 """Each group's state in Redis: the current assignment with its version (written by compare-and-set),
 a capped history of past versions, the latest observed rates, and idempotency records.
 
-Keys share the hash tag `{group}` so one group's keys live on one shard and one script can
-touch them all. A version, its history entry and its idempotency record are written by one Lua
-script: all or nothing.
+Keys share the hash tag `{group}` so one group's keys live on one shard (one Redis Cluster slot) and one
+script can touch them all. What users choose cannot make two keys meet: the group is percent-encoded
+inside the tag (no `{`, `}` or `:` left in it) and an Idempotency-Key is hashed, so
+`prefix:{group}:state|history|rates|idempotency` and `prefix:{group}:idempotency:<sha-256>` are distinct
+for distinct (group, kind, key). A version, its history entry and its idempotency record are written by
+one Lua script: all or nothing; the group's idempotency records are indexed, so deleting the group
+deletes them too.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -34,16 +39,53 @@ redis.call('HSET', KEYS[1], 'version', version, 'algorithm', ARGV[2], 'capacity'
 redis.call('LPUSH', KEYS[2], '{"version":' .. version .. ',' .. ARGV[6])
 redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[7]) - 1)
 if ARGV[8] ~= '' then
+  local ttl = tonumber(ARGV[10])
   redis.call('HSET', KEYS[3], 'fingerprint', ARGV[8], 'version', version, 'answer', ARGV[9])
-  redis.call('EXPIRE', KEYS[3], tonumber(ARGV[10]))
+  redis.call('EXPIRE', KEYS[3], ttl)
+  local now = tonumber(redis.call('TIME')[1])
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+  redis.call('ZADD', KEYS[4], now + ttl, KEYS[3])
+  redis.call('EXPIRE', KEYS[4], ttl)
 end
 return {'written', version}
 """
-"""KEYS: state, history, idempotency record. ARGV: expected version, algorithm, capacity, assignment,
+"""KEYS: state, history, idempotency record, index of the group's idempotency records (scored by when they
+expire). ARGV: expected version, algorithm, capacity, assignment,
 updated_at, history entry without its version, history limit, request fingerprint ('' without an
 Idempotency-Key), answer, idempotency TTL. An idempotency record is looked at first, inside the script,
 so concurrent retries of one request (or a retry of a write whose reply was lost) replay it instead
 of racing the compare-and-set."""
+
+
+_DELETE = """
+local records = redis.call('ZRANGE', KEYS[4], 0, -1)
+local removed = redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+for first = 1, #records, 1000 do
+  redis.call('DEL', unpack(records, first, math.min(first + 999, #records)))
+end
+redis.call('DEL', KEYS[4])
+return removed
+"""
+"""KEYS: state, history, rates, index of idempotency records. Deletes them and every indexed record (all
+in the group's slot); answers how many of the first three existed."""
+
+_TAG_ESCAPES = str.maketrans({"%": "%25", "{": "%7B", "}": "%7D", ":": "%3A"})
+
+
+def group_tag(group: str) -> str:
+    """The group as it sits in its keys' hash tag: percent-encoded, so it holds no `}` (which would end the
+    tag early) and no `:` (which separates the kind), and distinct groups stay distinct. Names without
+    these characters are unchanged."""
+    return group.translate(_TAG_ESCAPES)
+
+
+def redis_key(prefix: str, group: str, kind: str, idempotency_key: str | None = None) -> str:
+    """The Redis key of one thing of a group: `kind` is state, history, rates or idempotency (the index of
+    the records); with `idempotency_key`, the record of that key, named by its SHA-256."""
+    key = f"{prefix}:{{{group_tag(group)}}}:{kind}"
+    if idempotency_key is not None:
+        key += ":" + hashlib.sha256(idempotency_key.encode()).hexdigest()
+    return key
 
 
 class StoreUnavailable(Exception):
@@ -88,9 +130,10 @@ class GroupStore:
         self.history_limit = history_limit
         self.idempotency_ttl_s = idempotency_ttl_s
         self._write_version = self.client.register_script(_WRITE_VERSION)
+        self._delete = self.client.register_script(_DELETE)
 
-    def _key(self, group: str, kind: str) -> str:
-        return f"{self.prefix}:{{{group}}}:{kind}"
+    def _key(self, group: str, kind: str, idempotency_key: str | None = None) -> str:
+        return redis_key(self.prefix, group, kind, idempotency_key)
 
     async def close(self) -> None:
         await self.client.aclose()
@@ -119,18 +162,19 @@ class GroupStore:
         expected_version: int,
         algorithm: str,
         capacity: float,
-        assignment: dict[str, list[tuple[str, int]]],
+        assignment: bytes,
         updated_at: str,
         summary: dict[str, Any],
         replay: Replay | None = None,
     ) -> VersionWrite:
-        """Compare-and-set of the group's next version with its history entry and idempotency record."""
+        """Compare-and-set of the group's next version with its history entry and idempotency record.
+        `assignment` is the JSON of consumer → [[topic, partition], ...]."""
         summary_tail = msgspec.json.encode(summary)[1:].decode()  # the script prepends "version"
         args = [
             expected_version,
             algorithm,
             repr(capacity),
-            msgspec.json.encode(assignment),
+            assignment,
             updated_at,
             summary_tail,
             self.history_limit,
@@ -138,8 +182,8 @@ class GroupStore:
             replay.answer if replay else b"",
             self.idempotency_ttl_s,
         ]
-        idempotency_key = self._key(group, f"idempotency:{replay.key if replay else ''}")
-        keys = [self._key(group, "state"), self._key(group, "history"), idempotency_key]
+        record = self._key(group, "idempotency", replay.key if replay else "")
+        keys = [self._key(group, "state"), self._key(group, "history"), record, self._key(group, "idempotency")]
         async with unavailable_as_503():
             outcome, version, *seen = await self._write_version(keys=keys, args=args)
         if outcome == b"replayed":
@@ -156,8 +200,8 @@ class GroupStore:
 
     async def delete(self, group: str) -> bool:
         async with unavailable_as_503():
-            removed = await self.client.delete(
-                self._key(group, "state"), self._key(group, "history"), self._key(group, "rates")
+            removed = await self._delete(
+                keys=[self._key(group, kind) for kind in ("state", "history", "rates", "idempotency")]
             )
         return removed > 0
 
@@ -172,7 +216,7 @@ class GroupStore:
 
     async def get_replay(self, group: str, key: str) -> Replay | None:
         async with unavailable_as_503():
-            fields = await self.client.hgetall(self._key(group, f"idempotency:{key}"))
+            fields = await self.client.hgetall(self._key(group, "idempotency", key))
         if not fields:
             return None
         return Replay(key, fields[b"fingerprint"].decode(), fields[b"answer"], int(fields[b"version"]))

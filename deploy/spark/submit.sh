@@ -11,7 +11,7 @@ exec spark-submit \
   --master "$SPARK_MASTER" \
   --deploy-mode "${SPARK_DEPLOY_MODE:-cluster}" \
   --name groupfit-rates \
-  --packages org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.1 \
+  --packages org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0 \
   --py-files "${GROUPFIT_WHEEL:-dist/groupfit-0.1.0-py3-none-any.whl}" \
   --conf spark.sql.shuffle.partitions=8 \
   "$(dirname "$0")/rates_job.py" --source kafka --master "$SPARK_MASTER" "$@"

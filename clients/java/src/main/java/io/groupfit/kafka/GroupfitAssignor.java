@@ -1,0 +1,309 @@
+package io.groupfit.kafka;
+
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
+import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor;
+import org.apache.kafka.common.Cluster;
+import org.apache.kafka.common.Configurable;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A classic-protocol assignor that asks groupfit (partition.assignment.strategy=io.groupfit.kafka.GroupfitAssignor).
+ *
+ * <p>Every member sends its stable identity, its capacity and the partitions it owns as subscription user data
+ * ({@link MemberData}). The group's leader sends the group's partitions (from the cluster metadata) with the rates
+ * stored in groupfit, the previous owners and the members to POST /v1/assign, and maps the answer, keyed by
+ * identity, back to member ids. When groupfit does not answer within {@code groupfit.timeout.ms}, errors, or answers
+ * something that does not fit the group, the leader assigns locally ({@link Balance#sticky}) and logs why: a
+ * rebalance never fails because groupfit is down.
+ *
+ * <p>With {@code groupfit.rebalance.protocol=cooperative} a partition that changes member is first revoked from its
+ * owner and given to its new member in the follow-up rebalance (as CooperativeStickyAssignor does), so no partition
+ * is owned by two members at once; the follow-up completes the same target without asking again.
+ */
+public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable {
+    public static final String URL = "groupfit.url";
+    public static final String TOKEN = "groupfit.token";
+    public static final String TIMEOUT_MS = "groupfit.timeout.ms";
+    public static final String CAPACITY = "groupfit.capacity";
+    public static final String ALGORITHM = "groupfit.algorithm";
+    public static final String GROUP = "groupfit.group";
+    public static final String IDENTITY = "groupfit.identity";
+    public static final String REBALANCE_PROTOCOL = "groupfit.rebalance.protocol";
+    public static final String RATES_MAX_AGE_MS = "groupfit.rates.max.age.ms";
+
+    private static final Logger log = LoggerFactory.getLogger(GroupfitAssignor.class);
+
+    /** How the leader's last assign() went: "service", "fallback" or "pending" (a cooperative follow-up). */
+    public record Report(
+            String source, String reason, Double rscore, int moves, List<String> overloadedMembers,
+            Integer recommendedConsumers, int members, int partitions, long micros) {}
+
+    /** A member as the leader sees it. */
+    record Member(String memberId, String identity, Double capacity, List<TopicPartition> owned, int generation) {}
+
+    private GroupfitService service;
+    private String group;
+    private String identity;
+    private Double capacity;
+    private Duration timeout;
+    private boolean cooperative;
+    // This member's partitions and generation, sent in the next subscription (an EAGER member owns nothing when it
+    // rejoins, so the leader learns what it read from here).
+    private volatile List<TopicPartition> owned = List.of();
+    private volatile int generation = -1;
+    // The leader's last target, identity-keyed, kept to complete a cooperative transfer in the follow-up rebalance.
+    private Map<TopicPartition, String> lastTarget = Map.of();
+    private volatile Report lastReport;
+
+    @Override
+    public void configure(Map<String, ?> configs) {
+        Object url = configs.get(URL);
+        if (url == null || url.toString().isBlank()) {
+            throw new ConfigException(URL, url, "GroupfitAssignor needs groupfit's URL, e.g. http://groupfit:8000");
+        }
+        Object groupId = configs.containsKey(GROUP) ? configs.get(GROUP) : configs.get("group.id");
+        Object instance = configs.get("group.instance.id");
+        Object id = configs.containsKey(IDENTITY) ? configs.get(IDENTITY)
+                : instance != null ? instance : configs.get("client.id");
+        if (groupId == null || id == null) {
+            throw new ConfigException("GroupfitAssignor needs group.id (or " + GROUP + ") and a client.id, "
+                    + "group.instance.id or " + IDENTITY + " to name this member");
+        }
+        group = groupId.toString();
+        identity = id.toString();
+        capacity = configs.containsKey(CAPACITY) ? positive(CAPACITY, configs.get(CAPACITY)) : null;
+        timeout = Duration.ofMillis(Long.parseLong(setting(configs, TIMEOUT_MS, "2000")));
+        String protocol = setting(configs, REBALANCE_PROTOCOL, "eager").toLowerCase();
+        if (!protocol.equals("eager") && !protocol.equals("cooperative")) {
+            throw new ConfigException(REBALANCE_PROTOCOL, protocol, "must be eager or cooperative");
+        }
+        cooperative = protocol.equals("cooperative");
+        Object token = configs.get(TOKEN);
+        GroupfitClient client = new GroupfitClient(url.toString(), token == null ? null : token.toString(), timeout);
+        Duration ratesMaxAge = Duration.ofMillis(Long.parseLong(setting(configs, RATES_MAX_AGE_MS, "10000")));
+        service = new GroupfitService(client, setting(configs, ALGORITHM, "mwf"), ratesMaxAge);
+    }
+
+    static String setting(Map<String, ?> configs, String key, String otherwise) {
+        Object value = configs.get(key);
+        return value == null ? otherwise : value.toString();
+    }
+
+    private static Double positive(String key, Object value) {
+        try {
+            double parsed = Double.parseDouble(value.toString());
+            if (parsed > 0 && Double.isFinite(parsed)) {
+                return parsed;
+            }
+        } catch (NumberFormatException ignored) {
+            // reported below
+        }
+        throw new ConfigException(key, value, "must be a number above 0, in the unit of the stored rates");
+    }
+
+    @Override
+    public String name() {
+        return "groupfit";
+    }
+
+    @Override
+    public List<RebalanceProtocol> supportedProtocols() {
+        return cooperative ? List.of(RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER)
+                : List.of(RebalanceProtocol.EAGER);
+    }
+
+    @Override
+    public ByteBuffer subscriptionUserData(Set<String> topics) {
+        // Every member is about to join and any may become the leader: read the rates now, while the group
+        // gathers, so the leader's assign() makes one call instead of two.
+        service.rates(group, timeout);
+        return new MemberData(identity, capacity, owned, generation).encode();
+    }
+
+    @Override
+    public void onAssignment(Assignment assignment, ConsumerGroupMetadata metadata) {
+        owned = List.copyOf(assignment.partitions());
+        generation = metadata.generationId();
+    }
+
+    public Report lastReport() {
+        return lastReport;
+    }
+
+    @Override
+    public GroupAssignment assign(Cluster metadata, GroupSubscription groupSubscription) {
+        long started = System.nanoTime();
+        Map<String, Subscription> subscriptions = groupSubscription.groupSubscription();
+        List<Member> members = members(subscriptions);
+        List<String> identities = members.stream().map(Member::identity).sorted().toList();
+        Set<String> topics = new TreeSet<>();
+        subscriptions.values().forEach(s -> topics.addAll(s.topics()));
+        List<TopicPartition> partitions = new ArrayList<>();
+        for (String topic : topics) {
+            metadata.partitionsForTopic(topic).stream()
+                    .map(p -> new TopicPartition(p.topic(), p.partition()))
+                    .sorted(Comparator.comparingInt(TopicPartition::partition))
+                    .forEach(partitions::add);
+        }
+        Map<TopicPartition, String> current = currentOwners(members, new HashSet<>(partitions));
+        boolean homogeneous = subscriptions.values().stream().map(s -> new HashSet<>(s.topics())).distinct().count() <= 1;
+
+        Map<TopicPartition, String> target;
+        Report report;
+        if (cooperative && completesTransfer(identities, partitions, current)) {
+            target = lastTarget;
+            report = new Report("pending", "completing the previous rebalance's transfers", null, 0, List.of(), null,
+                    members.size(), partitions.size(), 0);
+        } else {
+            String reason;
+            try {
+                if (!homogeneous) {
+                    throw new GroupfitService.UnusableAnswer("members subscribe to different topics");
+                }
+                GroupfitService.Answer answer = service.ask(
+                                group, advertisedCapacity(members), identities, partitions, current, timeout)
+                        .get(timeout.toNanos(), TimeUnit.NANOSECONDS);
+                Api.AssignResponse response = answer.response();
+                target = answer.owner();
+                report = new Report("service", "", response.rscore(), response.moves().size(),
+                        response.overloadedMembers(), response.recommendedConsumers(), members.size(),
+                        partitions.size(), 0);
+                reason = null;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                reason = "interrupted";
+                target = null;
+                report = null;
+            } catch (Exception e) {
+                reason = GroupfitService.reason(e);
+                target = null;
+                report = null;
+            }
+            if (target == null) {
+                log.warn("groupfit gave group {} no usable assignment ({}); assigning locally", group, reason);
+                target = fallback(members, partitions, current, subscriptions);
+                report = new Report("fallback", reason, null, 0, List.of(), null, members.size(), partitions.size(), 0);
+            }
+        }
+        lastTarget = target;
+        Map<TopicPartition, String> now = cooperative ? revokeFirst(target, current) : target;
+        Map<String, List<TopicPartition>> byIdentity = new HashMap<>();
+        now.forEach((tp, member) -> byIdentity.computeIfAbsent(member, m -> new ArrayList<>()).add(tp));
+        Map<String, Assignment> assignments = new LinkedHashMap<>();
+        for (Member member : members) {
+            List<TopicPartition> mine = new ArrayList<>(byIdentity.getOrDefault(member.identity(), List.of()));
+            mine.sort(Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition));
+            assignments.put(member.memberId(), new Assignment(mine));
+        }
+        long micros = (System.nanoTime() - started) / 1000;
+        lastReport = new Report(report.source(), report.reason(), report.rscore(), report.moves(),
+                report.overloadedMembers(), report.recommendedConsumers(), report.members(), report.partitions(), micros);
+        log.info("group {}: {} partitions to {} members via {} in {} ms; rscore {}, moves {}, withheld for revocation "
+                        + "{}, overloaded members {}, recommended consumers {}",
+                group, partitions.size(), members.size(), report.source(), micros / 1000.0, report.rscore(),
+                report.moves(), target.size() - now.size(), report.overloadedMembers(), report.recommendedConsumers());
+        if (!report.overloadedMembers().isEmpty()) {
+            log.warn("group {}: members {} are over capacity; groupfit recommends {} consumers (the group has {})",
+                    group, report.overloadedMembers(), report.recommendedConsumers(), members.size());
+        }
+        return new GroupAssignment(assignments);
+    }
+
+    /** The members with their data; one configured with an identity another already uses is known by its id. */
+    static List<Member> members(Map<String, Subscription> subscriptions) {
+        List<Member> members = new ArrayList<>();
+        Set<String> seen = new HashSet<>();
+        for (String memberId : new TreeSet<>(subscriptions.keySet())) {
+            Subscription subscription = subscriptions.get(memberId);
+            MemberData data = MemberData.decode(subscription.userData()).orElse(null);
+            String identity = data == null ? memberId : data.identity();
+            if (!seen.add(identity)) {
+                log.warn("member {} repeats identity {}; known by its member id", memberId, identity);
+                identity = memberId;
+                seen.add(identity);
+            }
+            // COOPERATIVE members report what they own in the subscription itself; EAGER ones revoked it first.
+            List<TopicPartition> owned = !subscription.ownedPartitions().isEmpty() ? subscription.ownedPartitions()
+                    : data == null ? List.of() : data.owned();
+            int generation = subscription.generationId().orElse(data == null ? -1 : data.generation());
+            members.add(new Member(memberId, identity, data == null ? null : data.capacity(), owned, generation));
+        }
+        return members;
+    }
+
+    /** Who owns each partition now, by identity; a partition claimed twice goes to the newest generation. */
+    static Map<TopicPartition, String> currentOwners(List<Member> members, Set<TopicPartition> partitions) {
+        Map<TopicPartition, String> owner = new HashMap<>();
+        members.stream()
+                .sorted(Comparator.comparingInt(Member::generation).thenComparing(Member::identity))
+                .forEach(m -> m.owned().stream().filter(partitions::contains).forEach(tp -> owner.put(tp, m.identity())));
+        return owner;
+    }
+
+    /** The service packs one capacity: the smallest a member advertises, else this member's setting. */
+    private Double advertisedCapacity(List<Member> members) {
+        return members.stream().map(Member::capacity).filter(c -> c != null).min(Double::compare).orElse(capacity);
+    }
+
+    /** Whether this rebalance is the follow-up of a cooperative one whose target is still under way. */
+    private boolean completesTransfer(
+            List<String> identities, List<TopicPartition> partitions, Map<TopicPartition, String> current) {
+        if (lastTarget.size() != partitions.size() || !lastTarget.keySet().containsAll(partitions)
+                || !new TreeSet<>(lastTarget.values()).equals(new TreeSet<>(identities))) {
+            return false;
+        }
+        boolean pending = false;
+        for (TopicPartition tp : partitions) {
+            String owner = current.get(tp);
+            if (owner == null) {
+                pending = true;
+            } else if (!owner.equals(lastTarget.get(tp))) {
+                return false;
+            }
+        }
+        return pending;
+    }
+
+    /** The target less every partition whose owner must revoke it first (it is given in the follow-up). */
+    static Map<TopicPartition, String> revokeFirst(Map<TopicPartition, String> target, Map<TopicPartition, String> current) {
+        Map<TopicPartition, String> now = new HashMap<>();
+        target.forEach((tp, member) -> {
+            String owner = current.get(tp);
+            if (owner == null || owner.equals(member)) {
+                now.put(tp, member);
+            }
+        });
+        return now;
+    }
+
+    /** Balance.sticky per set of members that may read a topic (all members when subscriptions agree). */
+    static Map<TopicPartition, String> fallback(List<Member> members, List<TopicPartition> partitions,
+            Map<TopicPartition, String> current, Map<String, Subscription> subscriptions) {
+        Map<List<String>, List<TopicPartition>> byReaders = new TreeMap<>(Comparator.comparing(Object::toString));
+        for (TopicPartition tp : partitions) {
+            List<String> readers = members.stream()
+                    .filter(m -> subscriptions.get(m.memberId()).topics().contains(tp.topic()))
+                    .map(Member::identity).sorted().toList();
+            byReaders.computeIfAbsent(readers, r -> new ArrayList<>()).add(tp);
+        }
+        Map<TopicPartition, String> owner = new HashMap<>();
+        byReaders.forEach((readers, share) -> owner.putAll(Balance.sticky(readers, share, current)));
+        return owner;
+    }
+}

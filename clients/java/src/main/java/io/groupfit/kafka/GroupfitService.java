@@ -1,0 +1,157 @@
+package io.groupfit.kafka;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.kafka.common.TopicPartition;
+
+/**
+ * One assignment from groupfit for a group, as both assignors ask it: the group's stored rates (GET
+ * /v1/groups/{group}/rates), then POST /v1/assign with the group, its members, its partitions with those rates
+ * and the previous owners, the answer checked against the group before anyone uses it.
+ */
+public final class GroupfitService {
+    /** The service's answer, partition → member identity, and what it said about it. */
+    public record Answer(Map<TopicPartition, String> owner, Api.AssignResponse response) {}
+
+    /** The service answered, but nothing this group can use (no rates, a partition missing, a stranger). */
+    public static final class UnusableAnswer extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        public UnusableAnswer(String message) {
+            super(message);
+        }
+    }
+
+    private record CachedRates(CompletableFuture<Map<TopicPartition, Api.PartitionRate>> rates, long startedNanos) {}
+
+    private final GroupfitClient client;
+    private final String algorithm;
+    private final long ratesMaxAgeNanos;
+    private final Map<String, CachedRates> ratesCache = new ConcurrentHashMap<>();
+
+    /** {@code ratesMaxAge}: how long stored rates read once are reused (zero: read them for every answer). */
+    public GroupfitService(GroupfitClient client, String algorithm, Duration ratesMaxAge) {
+        this.client = client;
+        this.algorithm = algorithm;
+        this.ratesMaxAgeNanos = ratesMaxAge.toNanos();
+    }
+
+    public GroupfitClient client() {
+        return client;
+    }
+
+    /**
+     * The group's stored rates by partition. A read started less than the configured age ago (finished or still
+     * under way) is shared, so a read started early (e.g. while the group is joining) serves the assignment.
+     */
+    public CompletableFuture<Map<TopicPartition, Api.PartitionRate>> rates(String group, Duration timeout) {
+        CachedRates cached = ratesCache.get(group);
+        if (cached != null && System.nanoTime() - cached.startedNanos() < ratesMaxAgeNanos
+                && !cached.rates().isCompletedExceptionally()) {
+            return cached.rates();
+        }
+        CompletableFuture<Map<TopicPartition, Api.PartitionRate>> read = client.rates(group, timeout).handle((stored, error) -> {
+            Map<TopicPartition, Api.PartitionRate> rates = new HashMap<>();
+            if (error != null) {
+                Throwable cause = error instanceof CompletionException && error.getCause() != null
+                        ? error.getCause() : error;
+                if (!(cause instanceof GroupfitException g && "group_not_found".equals(g.code()))) {
+                    throw error instanceof CompletionException c ? c : new CompletionException(cause);
+                }
+            } else {
+                for (Api.PartitionRate rate : stored.partitions()) {
+                    rates.put(new TopicPartition(rate.topic(), rate.partition()), rate);
+                }
+            }
+            return rates;
+        });
+        if (ratesMaxAgeNanos > 0) {
+            ratesCache.put(group, new CachedRates(read, System.nanoTime()));
+        }
+        return read;
+    }
+
+    /**
+     * Ask for `group`'s assignment of `partitions` over `members` (identities), `capacity` per member (null: the
+     * group's stored capacity), starting from `previousOwner`. Both calls share `timeout`.
+     */
+    public CompletableFuture<Answer> ask(
+            String group,
+            Double capacity,
+            List<String> members,
+            List<TopicPartition> partitions,
+            Map<TopicPartition, String> previousOwner,
+            Duration timeout) {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        return rates(group, timeout).thenCompose(rates -> {
+            if (partitions.stream().noneMatch(rates::containsKey)) {
+                // All rates zero would put every partition on one member; balanced counts serve better.
+                throw new UnusableAnswer("no rates are stored for group " + group + "'s partitions");
+            }
+            List<Api.PartitionRate> withRates = new ArrayList<>(partitions.size());
+            for (TopicPartition tp : partitions) {
+                Api.PartitionRate known = rates.get(tp);
+                withRates.add(new Api.PartitionRate(
+                        tp.topic(), tp.partition(), known == null ? 0.0 : known.rate(), known == null ? null : known.lag()));
+            }
+            Map<String, List<Api.PartitionRef>> previous = new TreeMap<>();
+            previousOwner.forEach((tp, member) -> previous.computeIfAbsent(member, m -> new ArrayList<>())
+                    .add(new Api.PartitionRef(tp.topic(), tp.partition())));
+            Api.AssignRequest request =
+                    new Api.AssignRequest(algorithm, capacity, group, members, withRates, previous, null);
+            long remaining = deadline - System.nanoTime();
+            if (remaining <= 0) {
+                throw new UnusableAnswer("the timeout passed while reading the rates");
+            }
+            return client.assign(request, Duration.ofNanos(remaining))
+                    .thenApply(response -> new Answer(check(response, members, partitions), response));
+        });
+    }
+
+    /** partition → member of the answer, if it gives every partition to exactly one member of the group. */
+    static Map<TopicPartition, String> check(
+            Api.AssignResponse response, List<String> members, List<TopicPartition> partitions) {
+        Set<String> known = new HashSet<>(members);
+        Set<TopicPartition> wanted = new HashSet<>(partitions);
+        Map<TopicPartition, String> owner = new HashMap<>();
+        for (Map.Entry<String, List<Api.PartitionRef>> entry : response.assignment().entrySet()) {
+            if (!known.contains(entry.getKey())) {
+                throw new UnusableAnswer("the answer names " + entry.getKey() + ", who is not a member");
+            }
+            for (Api.PartitionRef ref : entry.getValue()) {
+                TopicPartition tp = new TopicPartition(ref.topic(), ref.partition());
+                if (!wanted.contains(tp)) {
+                    throw new UnusableAnswer("the answer assigns " + tp + ", which the group does not read");
+                }
+                if (owner.put(tp, entry.getKey()) != null) {
+                    throw new UnusableAnswer("the answer assigns " + tp + " twice");
+                }
+            }
+        }
+        if (owner.size() != wanted.size()) {
+            throw new UnusableAnswer("the answer leaves " + (wanted.size() - owner.size()) + " partitions unassigned");
+        }
+        return owner;
+    }
+
+    /** The cause a failed future carries, for a log line. */
+    public static String reason(Throwable error) {
+        Throwable cause = error;
+        while ((cause instanceof CompletionException || cause instanceof java.util.concurrent.ExecutionException)
+                && cause.getCause() != null) {
+            cause = cause.getCause();
+        }
+        return cause instanceof java.util.concurrent.TimeoutException || cause instanceof java.net.http.HttpTimeoutException
+                ? "no answer within the timeout"
+                : cause.getClass().getSimpleName() + ": " + cause.getMessage();
+    }
+}

@@ -1,0 +1,158 @@
+package io.groupfit.kafka;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.coordinator.group.api.assignor.GroupAssignment;
+import org.apache.kafka.coordinator.group.api.assignor.GroupSpec;
+import org.apache.kafka.coordinator.group.api.assignor.MemberAssignment;
+import org.apache.kafka.coordinator.group.api.assignor.MemberSubscription;
+import org.apache.kafka.coordinator.group.api.assignor.SubscribedTopicDescriber;
+import org.apache.kafka.coordinator.group.api.assignor.SubscriptionType;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class GroupfitBrokerAssignorTest {
+    static final Uuid TOPIC = new Uuid(1, 2);
+
+    /** A group spec as the coordinator builds it: members subscribed to TOPIC, with their current partitions. */
+    record Spec(Map<String, Set<Integer>> current) implements GroupSpec {
+        public java.util.Collection<String> memberIds() {
+            return current.keySet();
+        }
+
+        public SubscriptionType subscriptionType() {
+            return SubscriptionType.HOMOGENEOUS;
+        }
+
+        public boolean isPartitionAssigned(Uuid topicId, int partition) {
+            return current.values().stream().anyMatch(ps -> ps.contains(partition));
+        }
+
+        public boolean isPartitionAssignable(Uuid topicId, int partition) {
+            return true;
+        }
+
+        public MemberSubscription memberSubscription(String memberId) {
+            return new MemberSubscription() {
+                public Optional<String> rackId() {
+                    return Optional.empty();
+                }
+
+                public Optional<String> instanceId() {
+                    return Optional.of("instance-" + memberId);
+                }
+
+                public Set<Uuid> subscribedTopicIds() {
+                    return Set.of(TOPIC);
+                }
+            };
+        }
+
+        public MemberAssignment memberAssignment(String memberId) {
+            return () -> Map.of(TOPIC, current.get(memberId));
+        }
+    }
+
+    static SubscribedTopicDescriber topic(int partitions) {
+        return new SubscribedTopicDescriber() {
+            public int numPartitions(Uuid topicId) {
+                return topicId.equals(TOPIC) ? partitions : -1;
+            }
+
+            public Set<String> racksForPartition(Uuid topicId, int partition) {
+                return Set.of();
+            }
+        };
+    }
+
+    static Map<String, Set<Integer>> owned(GroupAssignment assignment) {
+        Map<String, Set<Integer>> result = new TreeMap<>();
+        assignment.members().forEach((m, a) -> result.put(m, a.partitions().getOrDefault(TOPIC, Set.of())));
+        return result;
+    }
+
+    private FakeService service;
+    private GroupfitBrokerAssignor assignor;
+
+    @BeforeEach
+    void start() throws Exception {
+        service = new FakeService();
+        service.ratesFor("orders", 4, 10);
+        service.assign = request -> new FakeService.Reply(200, FakeService.answer(
+                "{\"instance-a\":[{\"topic\":\"orders\",\"partition\":0}],\"instance-b\":[{\"topic\":\"orders\","
+                        + "\"partition\":1},{\"topic\":\"orders\",\"partition\":2},{\"topic\":\"orders\",\"partition\":3}]}"));
+        assignor = new GroupfitBrokerAssignor();
+        assignor.configure(Map.of(GroupfitBrokerAssignor.URL, service.url(), GroupfitBrokerAssignor.CAPACITY, "100",
+                GroupfitBrokerAssignor.TIMEOUT_MS, "1000", "listeners", "PLAINTEXT://127.0.0.1:1"));
+        assignor.warm.get(); // a broker configures its assignors long before the first group forms
+    }
+
+    @AfterEach
+    void stop() {
+        assignor.close();
+        service.close();
+    }
+
+    @Test
+    void anUnknownGroupGetsABalancedStickyAssignmentAtOnce() {
+        Spec spec = new Spec(Map.of("a", Set.of(0, 1, 2, 3), "b", Set.of(), "c", Set.of()));
+        GroupAssignment assignment = assignor.assign(spec, topic(5));
+        assertEquals(Map.of("a", Set.of(0, 1), "b", Set.of(2, 4), "c", Set.of(3)), owned(assignment));
+        assertEquals("fallback", assignor.lastReport().source());
+        assertTrue(assignor.lastReport().reason().contains("not known"), assignor.lastReport().reason());
+        assertEquals(0, service.assignRequests.size());
+    }
+
+    @Test
+    void aKnownGroupGetsTheServicesAnswerKeyedByInstanceId() {
+        assignor.remember(Map.of("a", "g1"), Map.of(TOPIC, "orders"));
+        GroupAssignment assignment = assignor.assign(new Spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4));
+        assertEquals(Map.of("a", Set.of(0), "b", Set.of(1, 2, 3)), owned(assignment));
+        assertEquals("service", assignor.lastReport().source());
+        var sent = service.assignRequests.get(0);
+        assertEquals("g1", sent.get("group").asText());
+        assertEquals("[\"instance-a\",\"instance-b\"]", sent.get("members").toString());
+        assertEquals("orders", sent.get("previous").get("instance-b").get(0).get("topic").asText());
+    }
+
+    @Test
+    void aSlowServiceIsCutAtTheBoundAndItsLateAnswerServesTheNextChange() throws Exception {
+        assignor.configure(Map.of(GroupfitBrokerAssignor.URL, service.url(), GroupfitBrokerAssignor.CAPACITY, "100",
+                GroupfitBrokerAssignor.TIMEOUT_MS, "20", "listeners", "PLAINTEXT://127.0.0.1:1"));
+        assignor.warm.get();
+        assignor.remember(Map.of("a", "g1"), Map.of(TOPIC, "orders"));
+        assignor.assign(new Spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4)); // warms the rates cache
+        for (int i = 0; i < 100 && !assignor.latest.containsKey("g1"); i++) {
+            Thread.sleep(20); // its answer, on time or late, is kept
+        }
+        service.delayMs = 300;
+        GroupAssignment first = assignor.assign(new Spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4));
+        assertEquals("fallback", assignor.lastReport().source());
+        assertTrue(assignor.lastReport().micros() < 200_000, "held " + assignor.lastReport().micros() + " µs");
+        // The newest answer groupfit gave for these members (from the warm-up call above) is kept.
+        assertEquals(Map.of("a", Set.of(0), "b", Set.of(1, 2, 3)), owned(first));
+        Thread.sleep(600); // the late answer arrives
+        Map<String, Set<Integer>> before = new HashMap<>(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3), "c", Set.of()));
+        GroupAssignment next = assignor.assign(new Spec(before), topic(4));
+        // c joined: balanced counts over the late answer (a: 0, b: 1 2 3), so c takes one of b's.
+        assertEquals(Map.of("a", Set.of(0), "b", Set.of(1, 2), "c", Set.of(3)), owned(next));
+    }
+
+    @Test
+    void bootstrapIsTheBrokersOwnClientListener() {
+        assertEquals("127.0.0.1:9092", GroupfitBrokerAssignor.bootstrap(Map.of(
+                "listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+                "controller.listener.names", "CONTROLLER")));
+        assertEquals("h:1", GroupfitBrokerAssignor.bootstrap(Map.of("listeners", "PLAINTEXT://:9",
+                "advertised.listeners", "PLAINTEXT://h:1")));
+        assertEquals("x:2", GroupfitBrokerAssignor.bootstrap(Map.of(GroupfitBrokerAssignor.BOOTSTRAP_SERVERS, "x:2")));
+    }
+}

@@ -1,0 +1,214 @@
+package io.groupfit.kafka;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.function.Supplier;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
+import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor;
+import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.GroupSubscription;
+import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.Subscription;
+import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
+import org.apache.kafka.common.Cluster;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.coordinator.group.api.assignor.GroupAssignment;
+import org.apache.kafka.coordinator.group.api.assignor.GroupSpec;
+import org.apache.kafka.coordinator.group.api.assignor.MemberAssignment;
+import org.apache.kafka.coordinator.group.api.assignor.MemberSubscription;
+import org.apache.kafka.coordinator.group.api.assignor.SubscribedTopicDescriber;
+import org.apache.kafka.coordinator.group.api.assignor.SubscriptionType;
+
+/**
+ * The time the assignors add to a rebalance (bench/java_rebalance.py runs it against a live service): the classic
+ * leader's assign() and the broker-side assign() (how long it holds the coordinator's thread) for 8 topics × 125
+ * partitions and 20 members, through the service and in fallback, beside Kafka's CooperativeStickyAssignor.
+ *
+ * <p>args: serviceUrl group capacity runs
+ */
+public final class RebalanceBench {
+    static final int TOPICS = 8;
+    static final int PER_TOPIC = 125;
+    static final int MEMBERS = 20;
+
+    public static void main(String[] args) throws Exception {
+        String url = args[0], group = args[1];
+        String capacity = args[2];
+        int runs = Integer.parseInt(args[3]);
+        Node node = new Node(1, "127.0.0.1", 9092);
+        List<PartitionInfo> infos = new ArrayList<>();
+        List<String> topics = new ArrayList<>();
+        for (int t = 0; t < TOPICS; t++) {
+            topics.add("topic-" + t);
+            for (int p = 0; p < PER_TOPIC; p++) {
+                infos.add(new PartitionInfo("topic-" + t, p, node, new Node[] {node}, new Node[] {node}));
+            }
+        }
+        Cluster cluster = new Cluster("c", List.of(node), infos, Set.of(), Set.of());
+        System.out.printf("%d partitions, %d members, %d rebalances each (after %d to warm up)%n",
+                infos.size(), MEMBERS, runs, runs / 2);
+
+        String down = "http://127.0.0.1:1";
+        report("classic leader assign(), through the service", "service", classic(url, group, capacity, cluster, topics), runs);
+        report("classic leader assign(), fallback (service down)", "fallback", classic(down, group, capacity, cluster, topics), runs);
+        report("Kafka's CooperativeStickyAssignor (baseline)", null, baseline(cluster, topics), runs);
+        report("broker assign() holds the coordinator, via the service", "service", broker(url, group, capacity, true), runs);
+        report("broker assign() holds the coordinator, fallback (service down)", "fallback", broker(down, group, capacity, true), runs);
+        report("broker assign() holds the coordinator, group not known yet", "fallback", broker(url, group, capacity, false), runs);
+    }
+
+    /** One rebalance: its time in ns and where the assignment came from. */
+    record Run(long nanos, String source) {}
+
+    static void report(String name, String expected, Supplier<Run> rebalance, int runs) {
+        for (int i = 0; i < runs / 2; i++) {
+            rebalance.get();
+        }
+        List<Long> times = new ArrayList<>();
+        Map<String, Integer> sources = new TreeMap<>();
+        for (int i = 0; i < runs; i++) {
+            Run run = rebalance.get();
+            times.add(run.nanos());
+            sources.merge(String.valueOf(run.source()), 1, Integer::sum);
+        }
+        times.sort(Long::compare);
+        double p50 = times.get(times.size() / 2) / 1e6;
+        double p99 = times.get(Math.min(times.size() - 1, (int) Math.ceil(0.99 * times.size()) - 1)) / 1e6;
+        double max = times.get(times.size() - 1) / 1e6;
+        System.out.printf("%-64s p50 %7.2f ms  p99 %7.2f ms  max %7.2f ms  %s%n", name, p50, p99, max,
+                expected == null ? "" : sources.toString());
+    }
+
+    /** A leader whose members report what the last rebalance gave them, as in a group that rebalances often. */
+    static Supplier<Run> classic(String url, String group, String capacity, Cluster cluster, List<String> topics) {
+        GroupfitAssignor leader = new GroupfitAssignor();
+        leader.configure(Map.of(GroupfitAssignor.URL, url, "group.id", group, "client.id", "c0",
+                GroupfitAssignor.CAPACITY, capacity, GroupfitAssignor.TIMEOUT_MS, "2000"));
+        Map<String, List<TopicPartition>> owned = new HashMap<>();
+        int[] generation = {0};
+        return () -> {
+            Map<String, Subscription> subscriptions = new HashMap<>();
+            for (int i = 0; i < MEMBERS; i++) {
+                List<TopicPartition> mine = owned.getOrDefault("member-" + i, List.of());
+                ByteBuffer data = new MemberData("c" + i, null, mine, generation[0]).encode();
+                subscriptions.put("member-" + i, new Subscription(topics, data, List.of(), generation[0], Optional.empty()));
+            }
+            long started = System.nanoTime();
+            ConsumerPartitionAssignor.GroupAssignment result = leader.assign(cluster, new GroupSubscription(subscriptions));
+            long nanos = System.nanoTime() - started;
+            result.groupAssignment().forEach((member, assignment) -> owned.put(member, assignment.partitions()));
+            generation[0]++;
+            leader.onAssignment(result.groupAssignment().get("member-0"), new ConsumerGroupMetadata(group));
+            return new Run(nanos, leader.lastReport().source());
+        };
+    }
+
+    static Supplier<Run> baseline(Cluster cluster, List<String> topics) {
+        CooperativeStickyAssignor sticky = new CooperativeStickyAssignor();
+        Map<String, List<TopicPartition>> owned = new HashMap<>();
+        int[] generation = {0};
+        return () -> {
+            Map<String, Subscription> subscriptions = new HashMap<>();
+            for (int i = 0; i < MEMBERS; i++) {
+                subscriptions.put("member-" + i, new Subscription(topics, null,
+                        owned.getOrDefault("member-" + i, List.of()), generation[0], Optional.empty()));
+            }
+            long started = System.nanoTime();
+            ConsumerPartitionAssignor.GroupAssignment result = sticky.assign(cluster, new GroupSubscription(subscriptions));
+            long nanos = System.nanoTime() - started;
+            result.groupAssignment().forEach((member, assignment) -> owned.put(member, assignment.partitions()));
+            generation[0]++;
+            return new Run(nanos, null);
+        };
+    }
+
+    /** The broker-side assignor on a group spec of the same shape; `known`: it has learnt the group and topics. */
+    static Supplier<Run> broker(String url, String group, String capacity, boolean known) {
+        GroupfitBrokerAssignor assignor = new GroupfitBrokerAssignor();
+        assignor.configure(Map.of(GroupfitBrokerAssignor.URL, url, GroupfitBrokerAssignor.CAPACITY, capacity,
+                GroupfitBrokerAssignor.BOOTSTRAP_SERVERS, "127.0.0.1:1"));
+        assignor.warm.join();
+        Map<Uuid, String> names = new HashMap<>();
+        for (int t = 0; t < TOPICS; t++) {
+            names.put(new Uuid(7, t), "topic-" + t);
+        }
+        Map<String, Map<Uuid, Set<Integer>>> current = new HashMap<>();
+        int[] run = {0};
+        return () -> {
+            // Unknown groups are met by fresh member ids each time; known ones keep theirs.
+            String prefix = known ? "member-" : "new-" + run[0]++ + "-";
+            List<String> members = new ArrayList<>();
+            for (int i = 0; i < MEMBERS; i++) {
+                members.add(prefix + i);
+            }
+            if (known) {
+                assignor.remember(Map.of(members.get(0), group), names);
+            }
+            GroupSpec spec = spec(members, names.keySet(), current);
+            SubscribedTopicDescriber describer = new SubscribedTopicDescriber() {
+                public int numPartitions(Uuid topicId) {
+                    return PER_TOPIC;
+                }
+
+                public Set<String> racksForPartition(Uuid topicId, int partition) {
+                    return Set.of();
+                }
+            };
+            long started = System.nanoTime();
+            GroupAssignment result = assignor.assign(spec, describer);
+            long nanos = System.nanoTime() - started;
+            if (known) {
+                result.members().forEach((member, assignment) -> current.put(member, assignment.partitions()));
+            }
+            return new Run(nanos, assignor.lastReport().source());
+        };
+    }
+
+    static GroupSpec spec(List<String> members, Set<Uuid> topics, Map<String, Map<Uuid, Set<Integer>>> current) {
+        return new GroupSpec() {
+            public java.util.Collection<String> memberIds() {
+                return members;
+            }
+
+            public SubscriptionType subscriptionType() {
+                return SubscriptionType.HOMOGENEOUS;
+            }
+
+            public boolean isPartitionAssigned(Uuid topicId, int partition) {
+                return false;
+            }
+
+            public boolean isPartitionAssignable(Uuid topicId, int partition) {
+                return true;
+            }
+
+            public MemberSubscription memberSubscription(String memberId) {
+                return new MemberSubscription() {
+                    public Optional<String> rackId() {
+                        return Optional.empty();
+                    }
+
+                    public Optional<String> instanceId() {
+                        return Optional.empty();
+                    }
+
+                    public Set<Uuid> subscribedTopicIds() {
+                        return topics;
+                    }
+                };
+            }
+
+            public MemberAssignment memberAssignment(String memberId) {
+                Map<Uuid, Set<Integer>> mine = current.getOrDefault(memberId, Map.of());
+                return () -> mine;
+            }
+        };
+    }
+}

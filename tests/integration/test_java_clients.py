@@ -1,0 +1,328 @@
+"""The Java clients (clients/java): Maven builds them and runs their unit tests, then Java consumers use them on
+a real Apache Kafka broker with the live service.
+
+- classic groups (GroupfitAssignor, eager and cooperative): three consumers over 12 partitions with skewed
+  rates; after a join and a leave the group holds what the service computed (GET /v1/groups/{group}), every
+  record is read exactly once, and no partition is owned by two members at once;
+- KIP-848 groups (GroupfitBrokerAssignor on the broker's classpath): the target comes from the service; with
+  the service stopped, a member's leave still gets a balanced assignment.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import subprocess
+import threading
+import time
+import uuid
+import xml.etree.ElementTree as ElementTree
+from collections import Counter
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from app.local.java_clients import PROJECT, JavaBuild, build
+from app.local.kafka import ApacheKafka, KafkaSetupError, java
+from tests.conftest import LiveService
+
+pytestmark = pytest.mark.integration
+
+# Skewed: 230 in all, so three members of capacity 100 can hold them and two cannot.
+RATES = [60.0, 40.0, 30.0, 25.0, 20.0, 15.0, 10.0, 10.0, 8.0, 6.0, 4.0, 2.0]
+RECORDS = 10  # per partition and phase
+
+
+@pytest.fixture(scope="module")
+def java_build() -> JavaBuild:
+    """`mvn verify` once for the module: the jar, the unit tests (Surefire), the test programs' classpath."""
+    try:
+        return build("verify")
+    except KafkaSetupError as error:
+        pytest.fail(str(error))
+
+
+def test_maven_builds_the_jar_and_its_unit_tests_pass(java_build: JavaBuild):
+    reports = list((PROJECT / "target" / "surefire-reports").glob("TEST-*.xml"))
+    suites = [ElementTree.parse(report).getroot() for report in reports]
+    totals = Counter()
+    for suite in suites:
+        for key in ("tests", "failures", "errors", "skipped"):
+            totals[key] += int(suite.get(key, 0))
+    names = {suite.get("name", "").rsplit(".", 1)[-1] for suite in suites}
+    assert {"MemberDataTest", "BalanceTest", "GroupfitAssignorTest", "GroupfitBrokerAssignorTest"} <= names
+    assert {"OpenApiContractTest"} <= names
+    assert totals["tests"] >= 15 and totals["failures"] == totals["errors"] == totals["skipped"] == 0, totals
+    assert java_build.jar.stat().st_size > 10_000
+
+
+class JavaConsumer:
+    """A `TestConsumer` JVM: its events (JSON lines on stdout) collected by a thread; "close" on stdin stops it."""
+
+    def __init__(self, build: JavaBuild, bootstrap: str, topic: str, group: str, identity: str, mode: str, url: str):
+        self.identity = identity
+        self.events: list[dict] = []
+        self.lock = threading.Lock()
+        self.process = subprocess.Popen(
+            [java(), "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", build.classpath]
+            + ["io.groupfit.kafka.it.TestConsumer", bootstrap, topic, group, identity, mode, url],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.stderr: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=lambda: self.stderr.extend(self.process.stderr), daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            if line.startswith("{"):
+                with self.lock:
+                    self.events.append(json.loads(line))
+
+    def snapshot(self) -> list[dict]:
+        with self.lock:
+            return list(self.events)
+
+    @property
+    def owned(self) -> set[int]:
+        owned: set[int] = set()
+        for event in self.snapshot():
+            if event["event"] == "assigned":
+                owned |= set(event["partitions"])
+            elif event["event"] in ("revoked", "lost"):
+                owned -= set(event["partitions"])
+            elif event["event"] == "closed":
+                owned = set()
+        return owned
+
+    @property
+    def member_id(self) -> str:
+        return next(e["member"] for e in reversed(self.snapshot()) if e["event"] == "assigned")
+
+    def reads(self) -> Counter:
+        return Counter((p, o) for e in self.snapshot() if e["event"] == "records" for p, o in e["records"])
+
+    def intervals(self) -> dict[int, list[tuple[int, float]]]:
+        """partition → [(owned from, owned until)] in CLOCK_MONOTONIC ns (inf while still owned)."""
+        start: dict[int, int] = {}
+        spans: dict[int, list[tuple[int, float]]] = {}
+        for event in self.snapshot():
+            if event["event"] == "assigned":
+                start.update(dict.fromkeys(event["partitions"], event["t"]))
+            elif event["event"] in ("revoked", "lost"):
+                for p in event["partitions"]:
+                    spans.setdefault(p, []).append((start.pop(p), event["t"]))
+        for p, began in start.items():
+            spans.setdefault(p, []).append((began, float("inf")))
+        return spans
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.stdin.write("close\n")
+            self.process.stdin.flush()
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def log(self) -> str:
+        return "".join(self.stderr)[-3000:]
+
+
+@pytest.fixture
+def consumers() -> Iterator[list[JavaConsumer]]:
+    started: list[JavaConsumer] = []
+    yield started
+    for consumer in started:
+        consumer.close()
+
+
+def make_topic(bootstrap: str) -> str:
+    topic = f"java-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, len(RATES), 1)])[topic].result(30)
+    return topic
+
+
+def produce(bootstrap: str, topic: str) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for partition in range(len(RATES)):
+        for i in range(RECORDS):
+            producer.produce(topic, value=f"{partition}-{i}".encode(), partition=partition)
+    assert producer.flush(30) == 0
+
+
+def put_rates(url: str, group: str, topic: str) -> None:
+    partitions = [{"topic": topic, "partition": p, "rate": rate} for p, rate in enumerate(RATES)]
+    body = {"partitions": partitions, "window_end": "2026-11-25T10:00:00Z"}
+    httpx.put(f"{url}/v1/groups/{group}/rates", json=body, timeout=10).raise_for_status()
+
+
+def stored(url: str, group: str) -> dict:
+    answer = httpx.get(f"{url}/v1/groups/{group}", timeout=10)
+    return answer.json() if answer.status_code == 200 else {"version": 0, "assignment": {}}
+
+
+def wait_until(condition, seconds: float, what: str, members: list[JavaConsumer]):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        result = condition()
+        if result:
+            return result
+        time.sleep(0.2)
+    logs = "\n".join(f"--- {m.identity}: owned {sorted(m.owned)}\n{m.log()}" for m in members)
+    raise AssertionError(f"{what} within {seconds} s\n{logs}")
+
+
+def holds_the_services_assignment(
+    url: str, group: str, members: list[JavaConsumer], key, after_version: int = 0
+) -> dict | None:
+    """The service's stored assignment, newer than `after_version`, when the live members hold exactly it (`key`
+    names a member as the service does), every partition once; else None."""
+    state = stored(url, group)
+    if state["version"] <= after_version:
+        return None
+    service_view = {m: {p["partition"] for p in held} for m, held in state["assignment"].items()}
+    owned = {key(m): m.owned for m in members}
+    if sorted(p for ps in owned.values() for p in ps) != list(range(len(RATES))):
+        return None
+    return (
+        state if {m: ps for m, ps in owned.items() if ps} == {m: ps for m, ps in service_view.items() if ps} else None
+    )
+
+
+def assert_no_partition_owned_twice_at_once(members: list[JavaConsumer]) -> None:
+    for partition in range(len(RATES)):
+        spans = sorted((start, end, m.identity) for m in members for start, end in m.intervals().get(partition, []))
+        for (_, end, before), (start, _, after) in itertools.pairwise(spans):
+            assert start >= end, f"partition {partition}: {after} owned it before {before} gave it up"
+
+
+@pytest.mark.parametrize("mode", ["eager", "cooperative"])
+def test_classic_group_holds_the_services_assignment_and_reads_every_record_once(
+    mode, java_build, kafka_broker, live_service, consumers
+):
+    bootstrap, url = kafka_broker.bootstrap_servers, live_service.url
+    topic, group = make_topic(bootstrap), f"java-{mode}-{uuid.uuid4().hex[:6]}"
+    put_rates(url, group, topic)
+
+    def start(identity: str) -> JavaConsumer:
+        consumer = JavaConsumer(java_build, bootstrap, topic, group, identity, mode, url)
+        consumers.append(consumer)
+        return consumer
+
+    def settled(members: list[JavaConsumer], what: str, after_version: int = 0) -> dict:
+        return wait_until(
+            lambda: holds_the_services_assignment(url, group, members, lambda m: m.identity, after_version),
+            90,
+            what,
+            members,
+        )
+
+    m1, m2 = start("m1"), start("m2")
+    first = settled([m1, m2], "two members did not settle on the service's assignment")
+    produce(bootstrap, topic)
+    m3 = start("m3")  # a join: the leader asks the service again
+    produce(bootstrap, topic)  # while the group rebalances
+    joined = settled([m1, m2, m3], "after m3 joined, the group did not hold the service's assignment", first["version"])
+    assert set(joined["assignment"]) == {"m1", "m2", "m3"}
+    loads = [sum(RATES[p["partition"]] for p in held) for held in joined["assignment"].values()]
+    assert max(loads) <= 100, loads  # three members of capacity 100 hold the 230
+    m2.close()  # a leave
+    produce(bootstrap, topic)
+    left = settled([m1, m3], "after m2 left, the group did not hold the service's assignment", joined["version"])
+    assert set(left["assignment"]) == {"m1", "m3"}
+
+    everyone = [m1, m2, m3]
+    total = 3 * RECORDS * len(RATES)
+    wait_until(
+        lambda: sum(sum(m.reads().values()) for m in everyone) >= total, 60, "not every record was read", everyone
+    )
+    reads = sum((m.reads() for m in everyone), Counter())
+    assert sorted(reads) == [(p, o) for p in range(len(RATES)) for o in range(3 * RECORDS)]
+    assert set(reads.values()) == {1}, [key for key, n in reads.items() if n > 1]
+    assert_no_partition_owned_twice_at_once(everyone)
+    if mode == "cooperative":  # partitions that moved were revoked alone: their owners kept the rest
+        revocations = [e for m in everyone for e in m.snapshot() if e["event"] == "revoked"]
+        assert any(len(e["partitions"]) < len(RATES) // 3 for e in revocations), revocations
+
+
+@pytest.fixture(scope="module")
+def kip848(java_build, redis_server, tmp_path_factory) -> Iterator[tuple[ApacheKafka, LiveService]]:
+    """A broker with GroupfitBrokerAssignor on its classpath, asking a service of its own (a test stops it)."""
+    service = LiveService(redis_server.url, tmp_path_factory.mktemp("service") / "service.log").start()
+    broker = ApacheKafka(
+        tmp_path_factory.mktemp("kafka-848"),
+        extra_classpath=[java_build.jar],
+        properties={
+            "group.consumer.assignors": "uniform,range,io.groupfit.kafka.GroupfitBrokerAssignor",
+            "groupfit.url": service.url,
+            "groupfit.capacity": 100,
+            # The coordinator's own thread runs the assignor, as without KIP-1263's offload.
+            "group.consumer.assignor.offload.enable": "false",
+            # The bound is 20 ms by default; two loaded shared cores answer slower now and then.
+            "groupfit.assign.timeout.ms": 500,
+        },
+    ).start()
+    yield broker, service
+    broker.stop()
+    service.stop()
+
+
+def assign_lines(broker: ApacheKafka, group: str) -> list[tuple[str, float]]:
+    """(source, ms the coordinator was held) of every assign() for `group`, from the broker's log."""
+    pattern = re.compile(
+        rf"groupfit assignor: group {re.escape(group)}, .* via (\w+).*held the coordinator ([\d.]+) ms"
+    )
+    return [(m[1], float(m[2])) for m in pattern.finditer(broker.nodes[0].log_path.read_text(errors="replace"))]
+
+
+def test_kip848_group_gets_its_target_from_the_service_and_a_balanced_one_without_it(java_build, kip848, consumers):
+    broker, service = kip848
+    bootstrap, url = broker.bootstrap_servers, service.url
+    topic, group = make_topic(bootstrap), f"java-848-{uuid.uuid4().hex[:6]}"
+    put_rates(url, group, topic)
+
+    def start(identity: str) -> JavaConsumer:
+        consumer = JavaConsumer(java_build, bootstrap, topic, group, identity, "consumer", url)
+        consumers.append(consumer)
+        return consumer
+
+    m1 = start("m1")
+    wait_until(lambda: len(m1.owned) == len(RATES), 60, "the first member did not get every partition", [m1])
+    m2 = start("m2")
+    wait_until(lambda: m2.owned, 60, "the second member got nothing", [m1, m2])
+    m3 = start("m3")
+    members = [m1, m2, m3]
+    state = wait_until(
+        lambda: (
+            len(stored(url, group)["assignment"]) == 3
+            and holds_the_services_assignment(url, group, members, lambda m: m.member_id)
+        ),
+        90,
+        "after m3 joined, the group did not hold the service's target",
+        members,
+    )
+    assert set(state["assignment"]) == {m.member_id for m in members}
+    assert assign_lines(broker, group)[-1][0] == "service"
+
+    service.stop()
+    m2.close()
+    remaining = [m1, m3]
+    wait_until(
+        lambda: sorted(p for m in remaining for p in m.owned) == list(range(len(RATES))),
+        60,
+        "with the service stopped, the group was not reassigned",
+        remaining,
+    )
+    assert sorted(len(m.owned) for m in remaining) == [6, 6]
+    assert assign_lines(broker, group)[-1][0] == "fallback"
+    held = [ms for _, ms in assign_lines(broker, group)]
+    print(f"assign() held the coordinator (ms): {held}")
