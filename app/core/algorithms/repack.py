@@ -156,7 +156,8 @@ class Repacker:
                 self.spending.moves -= 1
 
     def repair(self, b: int) -> list[int]:
-        """Give up the cheapest partitions that bring bin b within its capacity, if the budget affords them."""
+        """Give up the cheapest partitions that bring bin b within its capacity (the smallest one that
+        suffices, or the smallest ones until it fits; the cheaper the budget affords), or none."""
         rates, load, capacity = self.rates, self.load[b], self.cap[b]
         ascending = sorted(self.held[b], key=lambda j: (rates[j], self.problem.keys[j]))
         if not within(rates[ascending[-1]], capacity):  # the largest sits alone: the rest goes
@@ -170,10 +171,11 @@ class Repacker:
                 smallest.append(j)
                 load -= rates[j]
             candidates.append(smallest)
-        given = min(candidates, key=lambda chosen: (sum(rates[j] for j in chosen), len(chosen)))
-        if not all(self.affordable(given)):
-            self.needed += sum(rates[j] for j in given)
-            for _ in given:
+        candidates.sort(key=lambda chosen: (sum(rates[j] for j in chosen), len(chosen)))
+        given = next((chosen for chosen in candidates if self.affordable(chosen)), None)
+        if given is None:  # stays above capacity: what its cheapest repair would have cost
+            self.needed += sum(rates[j] for j in candidates[0])
+            for _ in candidates[0]:
                 self.spending.refuse()
             return []
         for j in given:
@@ -181,16 +183,16 @@ class Repacker:
             self.take(b, j)
         return given
 
-    def affordable(self, partitions: list[int]) -> list[bool]:
+    def affordable(self, partitions: list[int]) -> bool:
+        """Whether the budget affords moving all these partitions."""
         spending = self.spending
         rate, moves = spending.rate, spending.moves
-        result = []
+        ok = True
         for j in partitions:
-            ok = spending.affords(j)
-            result.append(ok)
+            ok = ok and spending.affords(j)
             spending.spend(j)
         spending.rate, spending.moves = rate, moves
-        return result
+        return ok
 
     # -- 3. search -------------------------------------------------------------------------------------------
 
