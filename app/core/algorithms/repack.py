@@ -142,7 +142,9 @@ class Repacker:
             self.load[b] = sum(rates[j] for j in held)
             for j in held:
                 self.owner[j] = self.previous_bin[j] = b
-            self.track(b)
+        entries = [(self.load[b] - self.cap[b], consumer_sort_key(self.ids[b]), b) for b in range(len(self.ids))]
+        self.by_slack = SortedRuns.of(entries)  # at once: faster than one insert per consumer
+        self.slack_entry = {entry[2]: entry for entry in entries}
         for b in range(len(self.ids)):
             if len(self.held[b]) > 1 and not within(self.load[b], self.cap[b]):
                 unplaced.extend(self.repair(b))
