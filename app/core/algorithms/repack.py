@@ -3,7 +3,8 @@ objective), from the previous assignment by large-neighbourhood search.
 
 1. Repair: every previous consumer keeps its partitions; one above its capacity gives up the cheapest set
    of partitions that brings it within (the smallest single partition that suffices, or the smallest ones
-   until it fits, whichever migrates less rate).
+   until it fits, whichever migrates less rate and the budget affords). Each consumer has its own capacity
+   (`Problem.capacity_of`; members of different sizes).
 2. Place what has no consumer (new partitions, those given up, those of consumers that are gone), largest
    first, by Best Fit (the least remaining capacity that fits), else on a new consumer h(j,k) (Eq. 14).
 3. Search, in passes over the open consumers, least utilised first (ties by id):
@@ -19,13 +20,15 @@ objective), from the previous assignment by large-neighbourhood search.
    a solver (no OR-Tools).
 
 Determinism: the work limit counts search work (branch-and-bound nodes, partitions moved, relocated or
-examined for ejection, consumers ranked; `time_limit_ms` × NODES_PER_MS), not wall-clock time, so the same input
-gives the same answer on any machine. The repair and placement before the search are not counted: they
+examined for ejection, consumers ranked; `time_limit_ms` × WORK_PER_MS), not wall-clock time, so the same
+input gives the same answer on any machine. The repair and placement before the search are not counted: they
 take time linear in the partitions (plus a sort).
 
-Budget (`max_rscore`, `max_moves`): the Rscore and moves of the answer never exceed the caps. A consumer
+Budget (`max_rscore`, `max_moves`): the Rscore and moves of the answer never exceed the caps (except for
+the partitions of consumers that are gone, which must move and are charged first). Repairs are paid first,
+consumers in id order; the search spends what is left, only on steps that lower the objective. A consumer
 the budget cannot repair stays above capacity: `outputs.overloaded_consumers`, with `outputs.rscore_needed`,
-the Rscore its repair would have cost.
+the Rscore their cheapest repairs would have cost.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from app.core.algorithms.budget import MigrationBudget, Spending
 from app.core.bins import ConsumerPool, SortedRuns
 from app.core.model import ROUNDING, Problem, consumer_sort_key, sorted_consumers, within
 
-NODES_PER_MS = 400
+WORK_PER_MS = 400
 """Units of search work per millisecond of `time_limit_ms`: about what one core of this project's 2-core
 machine does (410-450 units/ms measured at 200, 2 000 and 20 000 partitions while other jobs ran). The limit
 is kept in units, never in seconds, so answers do not depend on the machine or its load."""
@@ -49,6 +52,9 @@ NODES_PER_NEIGHBOURHOOD = 1_000
 EJECTION_TRIES = 32
 """Consumers (those with the most room) a partition that fits nowhere may eject a smaller one from."""
 DEFAULT_CONSUMER_WEIGHT = 1.0
+"""W = 1 (a consumer weighs as much as migrating C of rate), chosen with bench/frontier.py: among W ∈ {0.5, 1,
+1.5, 3} the largest that keeps the Rscore within 0.8 × MWF's on most streams measured; a larger W buys
+1-1.5 % fewer consumers for 10-20 % more Rscore."""
 
 
 class RepackParams(MigrationBudget):
@@ -57,7 +63,12 @@ class RepackParams(MigrationBudget):
         gt=0,
         description="W: one consumer more costs as much as migrating W·C of rate (objective W·consumers + Rscore)",
     )
-    time_limit_ms: int = Field(200, ge=1, le=60_000, description="search budget, spent as a count of search nodes")
+    time_limit_ms: int = Field(
+        200,
+        ge=1,
+        le=60_000,
+        description=f"search budget: {WORK_PER_MS} units of search work per ms, counted, never timed (deterministic)",
+    )
     neighbourhood: int = Field(4, ge=2, le=8, description="consumers re-placed together in one search step")
 
 
@@ -79,7 +90,7 @@ class Repacker:
         self.owner: list[int] = [-1] * problem.size  # partition → its bin
         self.previous_bin: list[int] = [-1] * problem.size  # partition → its previous consumer's bin, if open
         self.needed = 0.0  # rate the budget did not let repairs migrate
-        self.work = 0  # search work done, in the units of NODES_PER_MS
+        self.work = 0  # search work done, in the units of WORK_PER_MS
         self.by_slack = SortedRuns()  # non-empty consumers by (−remaining capacity, id, bin)
         self.slack_entry: dict[int, tuple] = {}
 
@@ -198,9 +209,10 @@ class Repacker:
 
     # -- 3. search -------------------------------------------------------------------------------------------
 
-    def search(self, nodes: int) -> dict[str, Any]:
-        """Passes over the targets until one keeps nothing or the work is spent: each pass first tries to
-        dissolve every target (cheap), then re-solves the neighbourhood of each."""
+    def search(self, limit: int) -> dict[str, Any]:
+        """Passes over the targets until one keeps nothing or `limit` units of work are spent: each pass
+        first tries to dissolve every target (cheap), then re-solves the neighbourhood of each. Returns
+        what `outputs.search` reports: work done, steps kept, passes, why it stopped."""
         kept, passes = 0, 0
         while True:
             passes += 1
@@ -209,18 +221,13 @@ class Repacker:
                 for target in self.targets():
                     if not self.held[target]:
                         continue
-                    if self.work >= nodes:
-                        return {
-                            "search_nodes": self.work,
-                            "kept_steps": kept,
-                            "passes": passes,
-                            "stopped": "work_limit",
-                        }
-                    if step(target, nodes):
+                    if self.work >= limit:
+                        return {"work": self.work, "kept_steps": kept, "passes": passes, "stopped": "work_limit"}
+                    if step(target, limit):
                         kept += 1
                         improved = True
             if not improved:
-                return {"search_nodes": self.work, "kept_steps": kept, "passes": passes, "stopped": "local_optimum"}
+                return {"work": self.work, "kept_steps": kept, "passes": passes, "stopped": "local_optimum"}
 
     def targets(self) -> list[int]:
         """Open consumers, least utilised first, ties by id (one unit of work each)."""
@@ -230,9 +237,9 @@ class Repacker:
             key=lambda b: (self.load[b] / self.cap[b], consumer_sort_key(self.ids[b])),
         )
 
-    def resolve(self, target: int, nodes: int) -> bool:
+    def resolve(self, target: int, limit: int) -> bool:
         spent, better = Neighbourhood(self, self.neighbourhood(target)).solve(
-            min(NODES_PER_NEIGHBOURHOOD, nodes - self.work)
+            min(NODES_PER_NEIGHBOURHOOD, limit - self.work)
         )
         self.work += spent
         if better is None:
@@ -242,7 +249,7 @@ class Repacker:
                 self.move(j, b)
         return True
 
-    def dissolve(self, target: int, _nodes: int) -> bool:
+    def dissolve(self, target: int, _limit: int) -> bool:
         """Close the target if each of its partitions, largest first, finds another consumer (`relocate`)
         and that lowers the objective within the budget; else leave everything as it was."""
         rates = self.rates
@@ -445,8 +452,8 @@ class Neighbourhood:
 def place(problem: Problem, params: RepackParams) -> Placement:
     state = Repacker(problem, params)
     state.start()
-    nodes = params.time_limit_ms * NODES_PER_MS
-    search = state.search(nodes)
+    limit = params.time_limit_ms * WORK_PER_MS
+    search = state.search(limit)
     over = [
         state.ids[b] for b, held in enumerate(state.held) if len(held) > 1 and not within(state.load[b], state.cap[b])
     ]
