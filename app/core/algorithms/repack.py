@@ -43,10 +43,11 @@ from app.core.algorithms.budget import MigrationBudget, Spending
 from app.core.bins import ConsumerPool, SortedRuns
 from app.core.model import ROUNDING, Problem, consumer_sort_key, sorted_consumers, within
 
-WORK_PER_MS = 400
-"""Units of search work per millisecond of `time_limit_ms`: about what one core of this project's 2-core
-machine does (410-450 units/ms measured at 200, 2 000 and 20 000 partitions while other jobs ran). The limit
-is kept in units, never in seconds, so answers do not depend on the machine or its load."""
+WORK_PER_MS = 700
+"""Units of search work per millisecond of `time_limit_ms`: what one core of this project's machine does in
+a millisecond of CPU time (690-950 measured at 200, 2 000 and 20 000 partitions; the lowest, so the search
+takes about `time_limit_ms` of CPU at most). The limit is kept in units, never in seconds, so answers do not
+depend on the machine or its load."""
 NODES_PER_NEIGHBOURHOOD = 1_000
 """A neighbourhood whose search is not complete within this many nodes keeps the best placement found."""
 EJECTION_TRIES = 32
