@@ -53,9 +53,9 @@ NODES_PER_NEIGHBOURHOOD = 1_000
 EJECTION_TRIES = 32
 """Consumers (those with the most room) a partition that fits nowhere may eject a smaller one from."""
 DEFAULT_CONSUMER_WEIGHT = 1.0
-"""W = 1 (a consumer weighs as much as migrating C of rate), chosen with bench/frontier.py: among W ∈ {0.5, 1,
-1.5, 3} the largest that keeps the Rscore within 0.8 × MWF's on most streams measured; a larger W buys
-1-1.5 % fewer consumers for 10-20 % more Rscore."""
+"""W = 1 (a consumer weighs as much as migrating C of rate), chosen with bench/frontier.py: of W ∈ {0.5, 1,
+1.5, 3}, the largest that keeps the Rscore within 0.8 × MWF's on three of the four 32- and 200-partition
+streams; W = 1.5 or 3 buys 0.5-1.5 % fewer consumers for 8-20 % more Rscore."""
 
 
 class RepackParams(MigrationBudget):
