@@ -2,7 +2,7 @@
 paper's algorithms), each replayed from its own previous assignment, as `groupfit evaluate` does.
 
 Per stream: average consumers and the ratio to BFD's, average Rscore and the ratio to MWF's, and the
-time per assignment (mean over the stream, the whole `solve`). The goal of issue #14: consumers ≤ 1.01 ×
+time per assignment (mean over the stream, the whole `solve`: wall and CPU time). The goal of issue #14: consumers ≤ 1.01 ×
 BFD's and Rscore ≤ 0.8 × MWF's, within 1 s per assignment. Streams: the published one (32 partitions),
 generated 200-partition streams at δ = 5, 15, 25 (seed 1 + δ), and 2 000 / 20 000 partitions at δ = 15
 (fewer measurements). BFD and MWF are measured in the same run (the machine's load moves every figure).
@@ -24,23 +24,28 @@ CAPACITY = 100.0
 REFERENCE = Path(__file__).resolve().parent.parent / "data" / "reference" / "paper_stream_delta5.json"
 
 
-def timed(stream: list, name: str) -> tuple[float, float, float]:
-    """(average consumers, average Rscore, seconds per assignment)."""
-    started = time.perf_counter()
+def timed(stream: list, name: str) -> tuple[float, float, float, float]:
+    """(average consumers, average Rscore, wall seconds and CPU seconds per assignment). The CPU time is
+    the figure to hold against the 1 s goal on a shared machine: wall time grows with other jobs' load."""
+    started, cpu = time.perf_counter(), time.process_time()
     run = run_named(stream, CAPACITY, name)
-    return run.avg_consumers, run.avg_rscore, (time.perf_counter() - started) / len(stream)
+    n = len(stream)
+    return run.avg_consumers, run.avg_rscore, (time.perf_counter() - started) / n, (time.process_time() - cpu) / n
 
 
 def report(label: str, stream: list, names: list[str]) -> None:
     bfd, mwf = timed(stream, "bfd"), timed(stream, "mwf")
     print(f"\n{label}: {len(stream)} measurements")
-    print(f"{'algorithm':<14}{'consumers':>11}{'× BFD':>8}{'Rscore':>10}{'× MWF':>8}{'ms/assign':>11}  goal")
-    for name, (consumers, rscore, seconds) in [("bfd", bfd), ("mwf", mwf), *((n, timed(stream, n)) for n in names)]:
+    print(
+        f"{'algorithm':<14}{'consumers':>11}{'× BFD':>8}{'Rscore':>10}{'× MWF':>8}{'wall ms':>10}{'CPU ms':>9}"
+        "  goal (consumers ≤ 1.01 × BFD, Rscore ≤ 0.8 × MWF, CPU ≤ 1 s)"
+    )
+    for name, (consumers, rscore, wall, cpu) in [("bfd", bfd), ("mwf", mwf), *((n, timed(stream, n)) for n in names)]:
         c_ratio, r_ratio = consumers / bfd[0], (rscore / mwf[1] if mwf[1] else float("nan"))
-        goal = "yes" if c_ratio <= 1.01 and r_ratio <= 0.8 and seconds <= 1 else "no"
+        goal = "yes" if c_ratio <= 1.01 and r_ratio <= 0.8 and cpu <= 1 else "no"
         print(
-            f"{name:<14}{consumers:>11.2f}{c_ratio:>8.3f}{rscore:>10.3f}{r_ratio:>8.3f}{seconds * 1000:>11.1f}"
-            f"  {goal if name.startswith('repack') else ''}",
+            f"{name:<14}{consumers:>11.2f}{c_ratio:>8.3f}{rscore:>10.3f}{r_ratio:>8.3f}{wall * 1000:>10.1f}"
+            f"{cpu * 1000:>9.1f}  {goal if name.startswith('repack') else ''}",
             flush=True,
         )
 

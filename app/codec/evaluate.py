@@ -34,7 +34,11 @@ class EvaluateRequest(Struct, forbid_unknown_fields=True, kw_only=True):
     stream: Stream
     capacity: Annotated[float, Meta(gt=0)]
     algorithms: Annotated[
-        list[str], Meta(min_length=1, description="registered names and kd_<N> (Kafka's equal-count, N consumers)")
+        list[str],
+        Meta(
+            min_length=1,
+            description="registered names, kd_<N> (Kafka's equal-count, N consumers) and repack@<W> (repack with consumer_weight W)",
+        ),
     ] = msgspec.field(default_factory=lambda: list(PAPER_ALGORITHMS))
     latency: Annotated[LatencyOptions | None, Meta(description="add latency percentiles (§VI-C)")] = None
     optimum: Annotated[

@@ -145,15 +145,40 @@ def _sweep_weight(name: str) -> float:
 
 
 def _pareto_figure(plt: Any, points: dict[str, tuple[float, float]], title: str) -> Any:
+    """Each algorithm a dot (red on the front, joined by a red line); repack at each consumer weight W a
+    green diamond labelled W, joined by a dotted green line in order of W."""
     front = pareto_front(points)
-    figure, axis = plt.subplots(figsize=(6.5, 4.2))
-    for name, (x, y) in points.items():
-        axis.scatter([x], [y], color="tab:red" if name in front else "tab:blue", zorder=3)
-        axis.annotate(name, (x, y), xytext=(4, 3), textcoords="offset points", fontsize=8)
-    axis.plot([points[n][0] for n in front], [points[n][1] for n in front], color="tab:red", linewidth=1)
     weights = sorted((n for n in points if n == "repack" or n.startswith("repack@")), key=_sweep_weight)
-    if len(weights) > 1:  # repack's frontier over its consumer weight
-        axis.plot([points[n][0] for n in weights], [points[n][1] for n in weights], color="tab:green", linestyle=":")
+    figure, axis = plt.subplots(figsize=(7.5, 4.8))
+    axis.plot([points[n][0] for n in front], [points[n][1] for n in front], color="tab:red", linewidth=1)
+    if len(weights) > 1:
+        axis.plot(
+            [points[n][0] for n in weights],
+            [points[n][1] for n in weights],
+            color="tab:green",
+            linestyle=":",
+            label="repack over its consumer weight W",
+        )
+    for name, (x, y) in points.items():
+        colour = "tab:red" if name in front else "tab:blue"
+        if name in weights:
+            axis.scatter([x], [y], marker="D", s=28, color="tab:green", edgecolors=colour, linewidths=1.2, zorder=4)
+            label = f"repack (W = {_sweep_weight(name):g})" if name == "repack" else f"W = {_sweep_weight(name):g}"
+            # alternate below and above the line, so that close weights stay readable
+            below = weights.index(name) % 2 == 0
+            axis.annotate(
+                label,
+                (x, y),
+                xytext=(5, -10 if below else 5),
+                textcoords="offset points",
+                fontsize=7,
+                color="darkgreen",
+            )
+        else:
+            axis.scatter([x], [y], color=colour, zorder=3)
+            axis.annotate(name, (x, y), xytext=(4, 3), textcoords="offset points", fontsize=8)
+    if len(weights) > 1:
+        axis.legend(loc="upper center", fontsize=8, frameon=False)
     axis.set_xlabel("CBS (operational cost)")
     axis.set_ylabel("average Rscore (rebalance cost)")
     axis.set_title(title)
@@ -295,7 +320,7 @@ def stream_report(
     page.figure(
         "pareto_front",
         figure,
-        "operational cost against rebalance cost; red: not dominated; green dots: repack over its consumer weight W",
+        "operational cost against rebalance cost; red: not dominated (the front); green diamonds: repack at each consumer weight W",
     )
     plt.close(figure)
     kd_curve = {
@@ -461,7 +486,7 @@ def sweep_report(results: dict[int, dict[str, Any]], out: Path, title: str) -> P
         page.figure(
             f"pareto_delta_{d}",
             figure,
-            f"CBS against average Rscore at δ = {d}; red: not dominated; green dots: repack over its weight W",
+            f"CBS against average Rscore at δ = {d}; red: not dominated; green diamonds: repack at each consumer weight W",
         )
         plt.close(figure)
     summary = {

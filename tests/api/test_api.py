@@ -107,6 +107,8 @@ async def test_dense_delta_and_its_limit(client):
         ),
         ({"members": []}, "invalid_members"),
         ({"members": ["a", "a"]}, "invalid_members"),
+        ({"members": [{"id": "a", "capacity": -1}]}, "invalid_capacity"),
+        ({"members": [{"id": "a", "size": 1}]}, "invalid_members"),
         ({"params": {"unknown": 1}}, "invalid_parameter"),
         ({"partitions": [{"topic": "t", "partition": "zero", "rate": 1}]}, "invalid_request"),
         ({"partitions": [{"topic": "t", "partition": j, "rate": 1} for j in range(1001)]}, "too_many_partitions"),

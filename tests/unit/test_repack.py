@@ -92,3 +92,18 @@ def test_caps_hold_and_answers_repeat(data):
     check_invariants(problem, outcome, "range")
     again = solve(problem, algorithm, algorithm.parse_params(raw))
     assert again.assignment == outcome.assignment
+
+
+def test_the_budget_takes_the_cheapest_repair_it_can_afford():
+    # a holds 60 + 30 + 8 + 7 + 10 = 115. Its cheapest repair gives up the 7 and the 8 (Rscore 0.15, two
+    # moves); the other gives up the 30 alone (0.3, one move). With max_moves 1 only that one is affordable;
+    # with max_rscore 0.12 neither is, and the answer says what the cheapest would have cost.
+    rates, previous = [60, 30, 8, 7, 10, 50], {"a": [0, 1, 2, 3, 4], "b": [5]}
+    free = outcome_of("repack", rates, previous=previous)
+    assert free.rscore == pytest.approx(0.15) and partitions_of(free)["a"] == [0, 1, 4]
+    one = outcome_of("repack", rates, previous=previous, max_moves=1)
+    assert partitions_of(one) == {"a": [0, 2, 3, 4], "b": [1, 5]} and one.rscore == pytest.approx(0.3)
+    assert one.outputs["overloaded_consumers"] == []
+    poor = outcome_of("repack", rates, previous=previous, max_rscore=0.12)
+    assert poor.rscore == 0 and poor.outputs["overloaded_consumers"] == ["a"]
+    assert poor.outputs["rscore_needed"] == pytest.approx(0.15)
