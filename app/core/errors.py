@@ -26,6 +26,12 @@ class ErrorCode(StrEnum):
     DELTA_TOO_LARGE = "delta_too_large"
     TOO_MANY_PARTITIONS = "too_many_partitions"
     TOO_LARGE_FOR_EXACT = "too_large_for_exact"
+    # replica placement (POST /v1/placements)
+    INVALID_BROKER = "invalid_broker"
+    INVALID_REPLICAS = "invalid_replicas"
+    REPLICA_TOO_LARGE = "replica_too_large"
+    TOO_MANY_REPLICAS = "too_many_replicas"
+    PLACEMENT_INFEASIBLE = "placement_infeasible"
     # the service and its state
     BODY_TOO_LARGE = "body_too_large"
     UNAUTHORIZED = "unauthorized"
