@@ -28,7 +28,7 @@ from typing import Any
 from app.core.algorithms.exact import _solver as deterministic_solver
 from app.core.errors import AssignmentError, ErrorCode
 from app.core.placement import heuristic
-from app.core.placement.model import GONE, ORDER, Objective, PlacementProblem, objective_values, objective_vector
+from app.core.placement.model import GONE, ORDER, Objective, PlacementProblem, objective_values
 from app.core.placement.solver import Solution, Solver, register
 
 RESOLUTION = 10**6  # integer units of the largest capacity
@@ -142,7 +142,19 @@ def solve(problem: PlacementProblem) -> Solution:
             "neither the exact model within its time limit nor the heuristic found a placement; raise "
             "time_limit_ms, or add brokers or capacity.",
         )
-    chosen = min(candidates, key=lambda sets: objective_vector(problem, sets))
+    chosen = candidates[0]
+    if best is not None and start is not None:
+        # the model sees sizes and utilisation only to its resolution: the heuristic wins only beyond it
+        resolution = {
+            "bytes_moved": disk_unit * sum(len(p.replicas) for p in parts),
+            "utilization": 1 / UTILIZATION_STEPS,
+            "brokers": 0.5,
+        }
+        exact_values, heuristic_values = objective_values(problem, best), objective_values(problem, start.sets)
+        for name in ORDER[problem.options.objective]:
+            if abs(exact_values[name] - heuristic_values[name]) > resolution[name]:
+                chosen = best if exact_values[name] < heuristic_values[name] else start.sets
+                break
     outputs["kept_heuristic"] = chosen is not best
     values = objective_values(problem, chosen)
     # the integer model's bounds, never above what is reached (sizes were rounded up)
