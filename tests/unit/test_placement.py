@@ -18,6 +18,8 @@ from app.core.placement.model import (
     Partition,
     PlacementProblem,
     build,
+    lower_bounds,
+    objective_values,
     objective_vector,
     violations,
 )
@@ -89,6 +91,10 @@ def test_every_solver_keeps_the_basic_model_and_exact_is_never_worse(seed, objec
             assert exc.code == "placement_infeasible"
             continue
         check_plan(problem, plans[name])
+        index = problem.index
+        values = objective_values(problem, [[index[b] for b in replicas] for replicas in plans[name].replicas])
+        for criterion, bound in plans[name].bounds.items():  # a bound never exceeds what is reached
+            assert bound <= values[criterion] * (1 + 1e-9) + 1e-9, (criterion, bound, values[criterion])
     if "heuristic" in plans:
         assert "exact" in plans  # the heuristic's placement is the exact solver's hint
         index = problem.index
@@ -254,3 +260,40 @@ def test_an_unknown_solver_lists_the_registered_ones():
     with pytest.raises(AssignmentError) as caught:
         place(problem, "simplex")
     assert caught.value.code == "unknown_algorithm" and caught.value.details == {"solvers": ["exact", "heuristic"]}
+
+
+def test_balance_moves_replicas_within_their_rack():
+    """Racks a, b, c of two brokers each; every partition has one replica per rack, all on brokers 1, 3, 5: each
+    replica can only move to the other broker of its rack, and half of them do."""
+    brokers = [Broker(b, 1000, 100, "aabbcc"[b - 1]) for b in range(1, 7)]
+    parts = [Partition("t", j, (1, 3, 5), 100, 1) for j in range(4)]
+    problem = build(brokers, parts, Options(Objective.BALANCE))
+    for name in ("heuristic", "exact"):
+        plan = place(problem, name)
+        assert [b.replicas_after for b in plan.brokers] == [2] * 6
+        assert plan.peak_after[0] == pytest.approx(0.2) and plan.bytes_moved == 600
+
+
+def test_a_large_problem_is_searched_around_the_heuristic(monkeypatch):
+    """Beyond MAX_VARIABLES the exact solver frees a neighbourhood of the heuristic's placement: still feasible,
+    never worse, and not claimed optimal; its bounds are the ones any placement obeys."""
+    from app.core.placement import exact
+
+    monkeypatch.setattr(exact, "MAX_VARIABLES", 30)
+    problem = random_instance(3, Objective.BALANCE)  # 19 partitions × 4 brokers
+    plan, heuristic = place(problem, "exact"), place(problem, "heuristic")
+    check_plan(problem, plan)
+    assert 0 < plan.outputs["neighbourhood"] < len(problem.partitions) and not plan.optimal
+    assert plan.bounds == lower_bounds(problem)
+    index = problem.index
+    vectors = [
+        objective_vector(problem, [[index[b] for b in replicas] for replicas in p.replicas]) for p in (plan, heuristic)
+    ]
+    assert better_or_equal(*vectors)
+
+
+def test_the_lower_bounds_are_those_of_the_excess_and_the_average():
+    parts = [Partition("t", j, (1,), size, 1) for j, size in enumerate((100, 300, 500))]
+    problem = build(brokers3(800.0), parts, Options())
+    # the 500-byte replica alone fills 5/8 of a broker, more than the average 900 / 2 400
+    assert lower_bounds(problem) == {"bytes_moved": 100.0, "utilization": 500 / 800}

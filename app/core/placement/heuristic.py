@@ -22,7 +22,7 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 
 from app.core.errors import AssignmentError, ErrorCode
-from app.core.placement.model import GONE, ROUNDING, Objective, PlacementProblem, bytes_moved
+from app.core.placement.model import GONE, ROUNDING, Objective, PlacementProblem, bytes_moved, lower_bounds
 from app.core.placement.solver import Solution, Solver, register
 
 EPSILON = 1e-12
@@ -53,15 +53,16 @@ class Greedy:
         self.moved = bytes_moved(problem, self.sets) if keep_current else 0.0
         self.budget = problem.options.max_bytes_moved
 
-    def rack_free(self, p: int, b: int) -> bool:
-        """Whether broker b may take a replica of p: not on it yet, and its rack unused by p (with racks)."""
+    def rack_free(self, p: int, b: int, leaving: int = GONE) -> bool:
+        """Whether broker b may take a replica of p: not on it yet, and its rack unused by p (with racks) — but
+        for the replica on `leaving`, the one that moves."""
         held = self.sets[p]
         if b in held:
             return False
         if not self.problem.rack_aware:
             return True
         rack_of = self.problem.rack_of
-        return all(rack_of[other] != rack_of[b] for other in held)
+        return all(rack_of[other] != rack_of[b] for other in held if other != leaving)
 
     def add(self, p: int, b: int) -> None:
         self.sets[p].append(b)
@@ -92,10 +93,11 @@ class Greedy:
     def affordable(self, extra: float) -> bool:
         return self.budget is None or self.moved + extra <= self.budget * ROUNDING
 
-    def targets(self, p: int, exclude: int = GONE) -> list[int]:
-        """The brokers a replica of p may go to: anti-collocation and capacities hold."""
+    def targets(self, p: int, leaving: int = GONE) -> list[int]:
+        """The brokers a replica of p (the one on `leaving`, if given) may go to: anti-collocation and
+        capacities hold."""
         fits, disk, network = self.problem.fits, self.disk, self.network
-        return [b for b in range(len(disk)) if b != exclude and self.rack_free(p, b) and fits(p, b, disk, network)]
+        return [b for b in range(len(disk)) if self.rack_free(p, b, leaving) and fits(p, b, disk, network)]
 
     # 1. repair
     def repair(self) -> bool:
@@ -149,7 +151,7 @@ class Greedy:
                 continue  # leaving does not lower a: its other dimension keeps it at the peak
             refund = self.cost(p, a)
             best = None
-            for b in self.targets(p, exclude=a):
+            for b in self.targets(p, leaving=a):
                 after = self.utilization(b, size, throughput)
                 extra = self.cost(p, b) - refund
                 if after < before - EPSILON and self.affordable(extra):
@@ -180,7 +182,7 @@ class Greedy:
         done: list[tuple[int, int]] = []
         for _, _, p in reversed(list(self.hosted[b])):  # largest first
             size, throughput = self.size[p], self.throughput[p]
-            options = [t for t in self.targets(p, exclude=b) if t not in closed and self.hosted[t]]
+            options = [t for t in self.targets(p, leaving=b) if t not in closed and self.hosted[t]]
             extra_of = {t: self.cost(p, t) - self.cost(p, b) for t in options}
             options = [t for t in options if self.affordable(extra_of[t])]
             if not options:
@@ -225,7 +227,7 @@ def solve(problem: PlacementProblem) -> Solution:
             "max_bytes_moved, or try solver 'exact'.",
             {"bytes_moved": state.moved, "max_bytes_moved": budget},
         )
-    return Solution([sorted(held) for held in state.sets], optimal=False)
+    return Solution([sorted(held) for held in state.sets], optimal=False, bounds=lower_bounds(problem))
 
 
 register(

@@ -271,6 +271,29 @@ def objective_vector(problem: PlacementProblem, sets: Sequence[Sequence[int]]) -
     return tuple(values[name] for name in ORDER[problem.options.objective])
 
 
+def lower_bounds(problem: PlacementProblem) -> dict[str, float]:
+    """Bounds every placement obeys, cheap at any size. Bytes moved: each replica that leaves a broker is copied
+    whole onto one where its partition was not, so at least every broker's disk excess leaves, and every replica
+    on a broker that is gone. Utilisation: the peak is at least the total load over the total capacity, on each
+    dimension, and at least the largest replica on the largest broker."""
+    loads = loads_of(problem, problem.current)
+    excess = math.fsum(max(0.0, load - limit) for load, limit in zip(loads.disk, problem.disk_limit))
+    gone = math.fsum(
+        part.size * held.count(GONE) for part, held in zip(problem.partitions, problem.current) if GONE in held
+    )
+    disk = math.fsum(len(p.replicas) * p.size for p in problem.partitions)
+    network = math.fsum(len(p.replicas) * p.throughput for p in problem.partitions)
+    largest = max((p.size for p in problem.partitions), default=0.0) / max(b.disk for b in problem.brokers)
+    return {
+        "bytes_moved": excess + gone,
+        "utilization": max(
+            disk / math.fsum(b.disk for b in problem.brokers),
+            network / math.fsum(b.network for b in problem.brokers),
+            largest,
+        ),
+    }
+
+
 def violations(problem: PlacementProblem, sets: Sequence[Sequence[int]]) -> list[str]:
     """Every constraint of the Basic Model a placement breaks, in words (empty: feasible)."""
     found = []
