@@ -10,7 +10,6 @@ confluent-kafka has neither), replication throttles as `kafka-reassign-partition
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -186,7 +185,7 @@ def execute(
         except KafkaError as exc:
             raise ClusterError(f"the reassignment failed: {exc}") from None
         report("reassignments complete")
-        _elect_preferred(admin, target)
+        _elect_preferred(admin, target, report)
     finally:
         legacy.close()
         if throttle is not None:
@@ -252,14 +251,21 @@ def _throttle(
         raise ClusterError(f"setting the replication throttle failed: {exc.args[0]}") from None
 
 
-def _elect_preferred(admin, target: dict[tuple[str, int], list[int]]) -> None:
-    """Make each moved partition's first replica its leader (an election not needed is no error)."""
-    from confluent_kafka import ElectionType, KafkaException, TopicPartition
+def _elect_preferred(admin, target: dict[tuple[str, int], list[int]], report: Callable[[str], None]) -> None:
+    """Make each moved partition's first replica its leader; a partition whose preferred leader leads already
+    needs no election, one that cannot elect now is reported (the cluster's automatic rebalance will)."""
+    from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
 
-    with contextlib.suppress(KafkaException):  # per-partition errors only say the leader is already preferred
-        admin.elect_leaders(
+    try:
+        results = admin.elect_leaders(
             ElectionType.PREFERRED, [TopicPartition(topic, partition) for topic, partition in target]
         ).result(TIMEOUT_S)
+    except KafkaException as exc:
+        report(f"preferred leader election failed: {exc.args[0]}")
+        return
+    for partition, error in sorted(results.items(), key=lambda item: (item[0].topic, item[0].partition)):
+        if error is not None and error.code() != KafkaError.ELECTION_NOT_NEEDED:
+            report(f"the leader of {partition.topic}/{partition.partition} stays for now: {error.str()}")
 
 
 def replicas_of(bootstrap: str, topics: Sequence[str]) -> dict[tuple[str, int], list[int]]:

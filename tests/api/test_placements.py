@@ -85,3 +85,10 @@ async def test_bad_input_gets_the_same_code_from_the_api_and_the_cli(body, code,
     path.write_text(json.dumps(body))
     assert main(["placement", "--input", str(path)]) == 2
     assert json.loads(capsys.readouterr().err)["error"]["code"] == code
+
+
+def test_live_cluster_options_are_refused_with_a_request_file(tmp_path, capsys):
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(PLACEMENT_REQUEST))
+    assert main(["placement", "--input", str(path), "--solver", "heuristic", "--execute"]) == 2
+    assert "--solver, --execute go with --bootstrap-servers" in capsys.readouterr().err
