@@ -7,7 +7,7 @@ retention of 1 to 7 days (throughput = size / retention); the current placement 
 replicas piled on the first tenth of the brokers, so some brokers are over capacity (disk at ~60 % on average).
 
     .venv/bin/python bench/placement.py [--sizes 1000,100000] [--brokers 10,100] [--objective moves]
-        [--time-limit-ms 10000]
+        [--time-limit-ms 10000] [--max-utilization 0.8]
 """
 
 from __future__ import annotations
@@ -36,7 +36,9 @@ DISK = 4e12  # bytes per broker
 NETWORK = 1.25e8  # bytes/s per broker
 
 
-def instance(replicas: int, brokers: int, objective: Objective, time_limit_ms: int, seed: int = 1) -> PlacementProblem:
+def instance(
+    replicas: int, brokers: int, objective: Objective, time_limit_ms: int, max_utilization: float = 1.0, seed: int = 1
+) -> PlacementProblem:
     rng = random.Random(seed)
     partitions = replicas // 3
     racks = 3
@@ -56,7 +58,7 @@ def instance(replicas: int, brokers: int, objective: Objective, time_limit_ms: i
         raw.append((f"topic-{j % 50}", j // 50, tuple(chosen), size, retention_s))
     scale = 0.6 * DISK * brokers / sum(3 * r[3] for r in raw)  # average disk utilisation 60 %
     parts = [Partition(t, p, reps, size * scale, size * scale / retention) for t, p, reps, size, retention in raw]
-    return build(cluster, parts, Options(objective, time_limit_ms=time_limit_ms))
+    return build(cluster, parts, Options(objective, time_limit_ms=time_limit_ms, max_utilization=max_utilization))
 
 
 def row(name: str, seconds: float, moved: float, peak: tuple[float, float], note: str = "") -> str:
@@ -72,14 +74,16 @@ def main() -> None:
     parser.add_argument("--brokers", default="10,100")
     parser.add_argument("--objective", default="moves", choices=[o.value for o in Objective])
     parser.add_argument("--time-limit-ms", type=int, default=10_000)
+    parser.add_argument("--max-utilization", type=float, default=1.0, help="headroom: capacities count up to this")
     args = parser.parse_args()
     tune_gc()
     for replicas in map(int, args.sizes.split(",")):
         for brokers in map(int, args.brokers.split(",")):
-            problem = instance(replicas, brokers, Objective(args.objective), args.time_limit_ms)
+            problem = instance(replicas, brokers, Objective(args.objective), args.time_limit_ms, args.max_utilization)
             before = peak_utilization(problem, loads_of(problem, problem.current))
             print(
-                f"{replicas} replicas, {brokers} brokers, objective {args.objective}: "
+                f"{replicas} replicas, {brokers} brokers, objective {args.objective}, "
+                f"max_utilization {args.max_utilization:g}: "
                 f"before peak disk {before[0]:.1%}, network {before[1]:.1%}"
             )
             started = time.perf_counter()
@@ -105,9 +109,10 @@ def main() -> None:
                     print(f"  {solver:<22} {exc.code}: {exc.message}")
                     continue
                 seconds = time.perf_counter() - started
-                note = ""
-                if solver == "exact":
-                    note = f"optimal={plan.optimal} bounds={ {k: round(v, 4) for k, v in plan.bounds.items()} }"
+                note = (
+                    f"bounds: moved ≥ {plan.bounds['bytes_moved'] / 1e12:.2f} TB, peak ≥ {plan.bounds['utilization']:.1%}"
+                    + (f"  optimal={plan.optimal} {plan.outputs}" if solver == "exact" else "")
+                )
                 print(row(solver, seconds, plan.bytes_moved, plan.peak_after, note))
 
 

@@ -8,8 +8,9 @@ running cluster), in three steps:
    largest on the dimension most over); the lifted replicas are placed largest first, each on the feasible
    broker it left before if any (no copy), else the one least utilised after it (Worst Fit: balance).
 2. Objective `balance`: moves that lower the most utilised broker, least bytes first — its smallest replica
-   that can go somewhere feasible without making that place as utilised as the peak was — until none is left
-   or `max_bytes_moved` is spent.
+   that can go somewhere feasible without making that place as utilised as the peak was, else a swap of one of
+   its replicas with a smaller one of a less utilised broker — until none is left or `max_bytes_moved` is
+   spent.
 3. Objective `brokers`: empties the least utilised brokers into the others (Best Fit) while all of a broker's
    replicas fit elsewhere.
 
@@ -26,6 +27,11 @@ from app.core.placement.model import GONE, ROUNDING, Objective, PlacementProblem
 from app.core.placement.solver import Solution, Solver, register
 
 EPSILON = 1e-12
+# a swap's search is bounded so large clusters stay fast: the least utilised brokers it looks at, the replicas
+# of each side it tries, and the least it must lower the peak (the exact model's resolution)
+SWAP_TARGETS = 8
+SWAP_CANDIDATES = 64
+SWAP_GAIN = 1e-4
 
 
 class Greedy:
@@ -140,7 +146,7 @@ class Greedy:
         brokers = range(len(self.disk))
         for _ in range(20 * sum(len(held) for held in self.sets) + len(self.disk)):
             peak = max(brokers, key=lambda b: (self.utilization(b), -b))
-            if not self.shift_off(peak):
+            if not self.shift_off(peak) and not self.swap_off(peak):
                 return
 
     def shift_off(self, a: int) -> bool:
@@ -163,6 +169,45 @@ class Greedy:
                 self.add(p, best[2])
                 return True
         return False
+
+    def swap_off(self, a: int) -> bool:
+        """When no single move lowers broker a (replicas large against the brokers, or racks that leave one
+        target each), swap one of its replicas with a smaller one of a less utilised broker: a loses the
+        difference. The least utilised brokers are tried first, a's smallest replicas first."""
+        before, problem = self.utilization(a), self.problem
+        lighter = sorted((b for b in range(len(self.disk)) if b != a), key=lambda b: (self.utilization(b), b))
+        for t in lighter[:SWAP_TARGETS]:
+            room = (before - self.utilization(t)) * problem.brokers[t].disk  # a's disk t may take and stay below
+            hosted = self.hosted[t]
+            for size, throughput, p in self.hosted[a][:SWAP_CANDIDATES]:
+                # t's replicas smaller than p by less than `room`, the largest difference first
+                low = bisect_left(hosted, (size - room, -1.0, -1))
+                high = min(bisect_left(hosted, (size, -1.0, -1)), low + SWAP_CANDIDATES)
+                for other_size, other_throughput, q in hosted[low:high]:
+                    if p == q or not self.swappable(p, a, q, t):
+                        continue
+                    shift, flow = size - other_size, throughput - other_throughput
+                    after = max(self.utilization(a, -shift, -flow), self.utilization(t, shift, flow))
+                    extra = self.cost(p, t) + self.cost(q, a) - self.cost(p, a) - self.cost(q, t)
+                    if after < before - SWAP_GAIN and self.affordable(extra):
+                        self.remove(p, a)
+                        self.remove(q, t)
+                        self.add(p, t)
+                        self.add(q, a)
+                        return True
+        return False
+
+    def swappable(self, p: int, a: int, q: int, t: int) -> bool:
+        """Whether p may go from a to t while q goes from t to a: anti-collocation, and both within capacity."""
+        if not (self.rack_free(p, t, leaving=a) and self.rack_free(q, a, leaving=t)):
+            return False
+        problem, size, throughput = self.problem, self.size, self.throughput
+        shift, flow = size[p] - size[q], throughput[p] - throughput[q]
+        return (
+            self.disk[t] + shift <= problem.disk_limit[t] * ROUNDING
+            and self.network[t] + flow <= problem.network_limit[t] * ROUNDING
+            and self.network[a] - flow <= problem.network_limit[a] * ROUNDING
+        )
 
     # 3. fewest brokers
     def empty_brokers(self) -> None:
