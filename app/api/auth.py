@@ -79,5 +79,12 @@ async def writable_group(group: GroupPath, grant: Authenticated) -> str:
     return group
 
 
+def writer(grant: Authenticated) -> Grant:
+    """A token with write, for operations that act on no group (a placement plan)."""
+    grant.check(None, write=True)
+    return grant
+
+
+Writer = Annotated[Grant, Depends(writer)]
 ReadableGroup = Annotated[str, Depends(readable_group)]
 WritableGroup = Annotated[str, Depends(writable_group)]

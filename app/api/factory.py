@@ -19,6 +19,7 @@ from app import codec
 from app.api.auth import Authenticated, Authorizer
 from app.api.errors import STATUS, error, error_response
 from app.api.observability import Metrics, ObservabilityMiddleware, configure_logging, log
+from app.api.placements import router as placements_router
 from app.api.routes import router
 from app.core.algorithm import algorithms
 from app.core.errors import AssignmentError, ErrorCode
@@ -75,6 +76,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.evaluator = EvaluateService(settings, app.state.compute)
     app.state.groups = GroupService(app.state.store, settings.max_partitions)
     app.include_router(router)
+    app.include_router(placements_router)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

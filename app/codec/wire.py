@@ -77,6 +77,12 @@ _FIELD_CODES = (
     (re.compile(r"^\$\.previous\b"), ErrorCode.INVALID_PREVIOUS),
     (re.compile(r"^\$\.members\b"), ErrorCode.INVALID_MEMBERS),
     (re.compile(r"^\$\.(params|latency|optimum)\b"), ErrorCode.INVALID_PARAMETER),
+    # POST /v1/placements
+    (re.compile(r"^\$\.brokers\[\d+\]\.(disk|network)$"), ErrorCode.INVALID_CAPACITY),
+    (re.compile(r"^\$\.brokers\b"), ErrorCode.INVALID_BROKER),
+    (re.compile(r"^\$\.partitions\[\d+\]\.replicas\b"), ErrorCode.INVALID_REPLICAS),
+    (re.compile(r"^\$\.partitions\[\d+\]\.(size|throughput)$"), ErrorCode.INVALID_RATE),
+    (re.compile(r"^\$\.(options|topics)\b"), ErrorCode.INVALID_PARAMETER),
 )
 _AT = re.compile(r" - at `([^`]*)`$")
 
