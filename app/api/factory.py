@@ -19,13 +19,15 @@ from app import codec
 from app.api.auth import Authorizer
 from app.api.errors import STATUS, error, error_response
 from app.api.observability import Metrics, ObservabilityMiddleware, configure_logging, log
+from app.api.operations import install_pages
 from app.api.routes import router
 from app.core.algorithm import algorithms
 from app.core.errors import AssignmentError, ErrorCode
 from app.service.assign import AssignService
 from app.service.groups import GroupService
+from app.service.operations import OperationsService
 from app.settings import Settings, get_settings
-from app.store.groups import GroupStore, StoreUnavailable
+from app.store.groups import GroupStore, RatesWindows, StoreUnavailable
 
 VERSION = "0.1.0"
 DESCRIPTION = (
@@ -49,6 +51,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=VERSION,
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # these three are served by install_pages: assets from the package, and each counted
+        redoc_url=None,  # under its own route in the metrics
+        openapi_url=None,
     )
     app.state.settings = settings
     app.state.metrics = Metrics()
@@ -58,11 +63,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.redis_timeout_s,
         settings.history_limit,
         settings.idempotency_ttl_s,
+        RatesWindows(settings.rates_history_limit, settings.rates_history_max_age_s),
     )
     app.state.authorizer = Authorizer(settings.auth_tokens)
     app.state.assigner = AssignService(app.state.store, settings, app.state.metrics)
     app.state.groups = GroupService(app.state.store, settings.max_partitions)
+    app.state.operations = OperationsService(app.state.store, settings, app.state.metrics)
     app.include_router(router)
+    install_pages(app)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

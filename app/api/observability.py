@@ -51,18 +51,40 @@ class Metrics:
             registry=self.registry,
         )
 
+        self.recommended = Gauge(
+            "groupfit_group_recommended_consumers",
+            "consumers the group needs for its stored rates (its algorithm and capacity; GET /v1/groups/{g}/scale)",
+            ["group"],
+            registry=self.registry,
+        )
+        self.actual = Gauge(
+            "groupfit_group_actual_consumers",
+            "consumers holding partitions in the group's stored assignment, when its scale was last computed",
+            ["group"],
+            registry=self.registry,
+        )
+        self.per_group = (self.rscore, self.consumers, self.recommended, self.actual)
+
+    def _group(self, metric: Any, group: str) -> Any:
+        """The one way to a per-group series (every metric labelled by group is in `per_group`)."""
+        return metric.labels(group)
+
     def computed(self, algorithm: str, seconds: float) -> None:
         self.compute.labels(algorithm).observe(seconds)
 
     def stored(self, group: str, outcome: Outcome) -> None:
-        self.rscore.labels(group).set(outcome.rscore)
-        self.consumers.labels(group).set(outcome.consumer_count)
+        self._group(self.rscore, group).set(outcome.rscore)
+        self._group(self.consumers, group).set(outcome.consumer_count)
+
+    def scaled(self, group: str, needed: int, current: int) -> None:
+        self._group(self.recommended, group).set(needed)
+        self._group(self.actual, group).set(current)
 
     def forget_group(self, group: str) -> None:
-        """A deleted group's gauges go too (else every group ever seen stays exported)."""
-        for gauge in (self.rscore, self.consumers):
-            with contextlib.suppress(KeyError):  # this process never stored a version of it
-                gauge.remove(group)
+        """A deleted group's series go too (else every group ever seen stays exported)."""
+        for metric in self.per_group:
+            with contextlib.suppress(KeyError):  # this process never exported it
+                metric.remove(group)
 
 
 class JsonFormatter(logging.Formatter):

@@ -13,6 +13,7 @@ from typing import Protocol
 import msgspec
 
 from app.codec.assign import AssignRequest, AssignResponse, answer_of, capacity_of, previous_of, problem_of
+from app.codec.groups import HISTORY_MOVES
 from app.codec.wire import PartitionRate, convert, encode
 from app.core.algorithm import get_algorithm
 from app.core.assign import Outcome, solve
@@ -158,6 +159,8 @@ class AssignService:
                 "consumer_count": outcome.consumer_count,
                 "moves_count": len(outcome.moved),
                 "updated_at": updated_at,
+                "moved_rate": sum(move.rate for move in answer.moves),
+                "moves": sorted(answer.moves, key=lambda move: -move.rate)[:HISTORY_MOVES],
             },
             Replay(idempotency_key, fingerprint, encode(answer)) if idempotency_key else None,
         )
