@@ -4,8 +4,6 @@ algorithms (the paper's evaluation, §VI, on the group's own traffic), and the c
 from __future__ import annotations
 
 import asyncio
-import itertools
-import statistics
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
@@ -26,14 +24,13 @@ from app.core.errors import AssignmentError, ErrorCode
 from app.core.model import within
 from app.service.assign import Limits, compute
 from app.settings import Settings
+from app.sim.history import cadence
+from app.sim.latency import THROUGHPUT_PER_CAPACITY
 from app.store.groups import GroupStore
 
 FALLBACK_ALGORITHM = "bfd"
 """Sizes a group whose own algorithm cannot run without members (kip441, Kafka's assignors): the fewest
 consumers of the Any Fit family (Landau et al. §VI-D)."""
-
-DEFAULT_ITERATION_S = 30.0  # one stored window: the paper's iteration (§VI-C)
-THROUGHPUT_PER_CAPACITY = 133.0 / 100.0  # C̄/C of the paper's evaluation (§VI-C), when none is given
 
 
 class ScaleObserver(Protocol):
@@ -121,9 +118,7 @@ class OperationsService:
                 f"{cells} partition-windows × algorithms exceeds {self.max_cells}; ask for fewer windows or algorithms.",
             )
         stream = [_measurement(w["partitions"]) for w in windows]
-        times = [datetime.fromisoformat(w["window_end"]).timestamp() for w in windows]
-        gaps = [b - a for a, b in itertools.pairwise(times) if b > a]
-        iteration_s = statistics.median(gaps) if gaps else DEFAULT_ITERATION_S
+        iteration_s = cadence([w["window_end"] for w in windows])
         capacity = stored.capacity
         throughput = consumer_throughput or capacity * THROUGHPUT_PER_CAPACITY
         results = await asyncio.to_thread(

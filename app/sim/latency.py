@@ -32,6 +32,9 @@ import numpy as np
 from app.core.assign import Outcome
 from app.core.errors import AssignmentError
 
+THROUGHPUT_PER_CAPACITY = 133.0 / 100.0
+"""C̄/C of the paper's evaluation (§VI-C): the model's default for a group whose C̄ is not given."""
+
 PERCENTILES = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
 
 
