@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 from fastapi import APIRouter, Header, Query, Request
+from starlette.background import BackgroundTask
 from starlette.responses import Response
 
 from app.api import examples
@@ -220,7 +221,10 @@ async def group_history(request: Request, group: ReadableGroup, limit: int = Que
 )
 async def put_rates(request: Request, group: WritableGroup) -> Response:
     update = decode(_RATES, await _read_body(request))
-    return _json(await _groups(request).put_rates(group, update))
+    response = _json(await _groups(request).put_rates(group, update))
+    # the scaling signal (and its gauge) follows the rates, after the answer is sent
+    response.background = BackgroundTask(request.app.state.operations.refresh_scale, group)
+    return response
 
 
 @_endpoint(

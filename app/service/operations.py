@@ -4,7 +4,8 @@ algorithms (the paper's evaluation, §VI, on the group's own traffic), and the c
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -20,13 +21,16 @@ from app.codec.operations import (
     ScaleSignal,
 )
 from app.codec.wire import PartitionRate, convert
+from app.core.assign import Outcome
 from app.core.errors import AssignmentError, ErrorCode
 from app.core.model import within
-from app.service.assign import Limits, compute
+from app.service.assign import INLINE_PARTITIONS, Limits, compute
 from app.settings import Settings
 from app.sim.history import cadence
 from app.sim.latency import THROUGHPUT_PER_CAPACITY
-from app.store.groups import GroupStore
+from app.store.groups import GroupStore, StoreUnavailable
+
+log = logging.getLogger("groupfit")
 
 FALLBACK_ALGORITHM = "bfd"
 """Sizes a group whose own algorithm cannot run without members (kip441, Kafka's assignors): the fewest
@@ -133,6 +137,13 @@ class OperationsService:
             results=results,
         )
 
+    async def refresh_scale(self, group: str) -> None:
+        """After rates are stored: the gauge follows them. A group without an assignment yet has no signal."""
+        try:
+            await self.scale(group)
+        except (AssignmentError, StoreUnavailable) as exc:
+            log.debug("no scaling signal", extra={"fields": {"group": group, "reason": str(exc)}})
+
     async def scale(self, group: str) -> ScaleSignal:
         """The consumers the group's algorithm (with its capacity, from its stored assignment) needs for the
         stored rates, against the consumers it has."""
@@ -146,28 +157,21 @@ class OperationsService:
             )
         partitions = convert(rates["partitions"], list[PartitionRate])
         algorithm, note = stored.algorithm, ""
+
+        def size(name: str) -> Outcome:
+            request = AssignRequest(algorithm=name, dry_run=True)
+            return compute(request, partitions, stored.assignment, stored.capacity, False, self.limits)[0]
+
+        # large groups in a thread, as an assignment is (service.assign)
+        run = asyncio.to_thread if len(partitions) >= INLINE_PARTITIONS else _inline
         try:
-            outcome, _ = compute(
-                AssignRequest(algorithm=algorithm, dry_run=True),
-                partitions,
-                stored.assignment,
-                stored.capacity,
-                False,
-                self.limits,
-            )
+            outcome = await run(size, algorithm)
         except AssignmentError as exc:
             if exc.code not in (ErrorCode.INVALID_MEMBERS, ErrorCode.INVALID_PARAMETER):
                 raise
             note = f" ({algorithm} cannot size a group without its members, so {FALLBACK_ALGORITHM} did)"
             algorithm = FALLBACK_ALGORITHM
-            outcome, _ = compute(
-                AssignRequest(algorithm=algorithm, dry_run=True),
-                partitions,
-                stored.assignment,
-                stored.capacity,
-                False,
-                self.limits,
-            )
+            outcome = await run(size, algorithm)
         rate = {(p.topic, p.partition): p.rate for p in partitions}
         loads = {c: sum(rate.get(key, 0.0) for key in held) for c, held in stored.assignment.items() if held}
         overloaded = sorted(c for c, load in loads.items() if not within(load, stored.capacity))
@@ -194,6 +198,10 @@ class OperationsService:
             reason=reason,
             rates_window_end=rates["window_end"],
         )
+
+
+async def _inline(function: Callable[[str], Outcome], name: str) -> Outcome:
+    return function(name)
 
 
 def _measurement(partitions: list[list]) -> Measurement:

@@ -130,7 +130,9 @@ async def test_replay_is_the_evaluation_on_the_groups_own_windows(client):
 async def test_scale_signal_and_its_gauge(client):
     group = f"g-{uuid.uuid4().hex[:6]}"
     await seed(client, group)
+    refreshed = (await client.get("/metrics")).text  # storing the rates refreshed the gauge
     signal = (await client.get(f"/v1/groups/{group}/scale")).json()
+    assert f'groupfit_group_recommended_consumers{{group="{group}"}} {signal["needed"]}.0' in refreshed
     dry = (await client.post("/v1/assign", json={"algorithm": "mwf", "group": group, "dry_run": True})).json()
     assert signal["needed"] == dry["consumer_count"] and signal["algorithm"] == "mwf"
     state = (await client.get(f"/v1/groups/{group}")).json()
