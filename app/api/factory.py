@@ -97,6 +97,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.exception_handler(StoreUnavailable)
     async def store_down(_: Request, exc: StoreUnavailable) -> Response:
+        app.state.metrics.store_failed(str(exc))
         return error(
             ErrorCode.STORE_UNAVAILABLE,
             "the state store (Redis) does not answer; retry shortly. Requests without 'group' keep working.",

@@ -11,9 +11,11 @@ import time
 import uuid
 from typing import Any
 
+import msgspec
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from app.core.assign import Outcome
+from app.core.model import within
 
 log = logging.getLogger("groupfit")
 
@@ -63,7 +65,59 @@ class Metrics:
             ["group"],
             registry=self.registry,
         )
-        self.per_group = (self.rscore, self.consumers, self.recommended, self.actual)
+        self.moves = Gauge(
+            "groupfit_group_moves",
+            "partitions moved by the group's last stored rebalance",
+            ["group"],
+            registry=self.registry,
+        )
+        self.moved_rate = Gauge(
+            "groupfit_group_moved_rate",
+            "rate (the rates' unit, e.g. bytes/s) moved by the group's last stored rebalance",
+            ["group"],
+            registry=self.registry,
+        )
+        self.overloaded = Gauge(
+            "groupfit_group_overloaded_consumers",
+            "consumers above their capacity: in the last stored assignment, then under each newer stored rates",
+            ["group"],
+            registry=self.registry,
+        )
+        self.rates_stored = Gauge(
+            "groupfit_group_rates_updated_timestamp_seconds",
+            "when this process last stored the group's rates (Unix time)",
+            ["group"],
+            registry=self.registry,
+        )
+        self.per_group = (
+            self.rscore,
+            self.consumers,
+            self.recommended,
+            self.actual,
+            self.moves,
+            self.moved_rate,
+            self.overloaded,
+            self.rates_stored,
+        )
+        self.rebalances = Counter(
+            "groupfit_rebalances_answered",
+            "assignments answered, by algorithm and mode (stored, dry_run, stateless)",
+            ["algorithm", "mode"],
+            registry=self.registry,
+        )
+        self.moves_per_rebalance = Histogram(
+            "groupfit_rebalance_moves",
+            "partitions moved per stored rebalance, by algorithm",
+            ["algorithm"],
+            buckets=(0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 20000),
+            registry=self.registry,
+        )
+        self.store_errors = Counter(
+            "groupfit_store_errors",
+            "requests Redis did not serve (timeout, refused), by error",
+            ["reason"],
+            registry=self.registry,
+        )
 
     def _group(self, metric: Any, group: str) -> Any:
         """The one way to a per-group series (every metric labelled by group is in `per_group`)."""
@@ -72,13 +126,30 @@ class Metrics:
     def computed(self, algorithm: str, seconds: float) -> None:
         self.compute.labels(algorithm).observe(seconds)
 
+    def answered(self, algorithm: str, mode: str) -> None:
+        self.rebalances.labels(algorithm, mode).inc()
+
     def stored(self, group: str, outcome: Outcome) -> None:
+        problem = outcome.problem
+        self.answered(outcome.algorithm, "stored")
+        self.moves_per_rebalance.labels(outcome.algorithm).observe(len(outcome.moved))
         self._group(self.rscore, group).set(outcome.rscore)
         self._group(self.consumers, group).set(outcome.consumer_count)
+        self._group(self.moves, group).set(len(outcome.moved))
+        self._group(self.moved_rate, group).set(sum(problem.rates[j] for j in outcome.moved))
+        overloaded = sum(1 for c, load in outcome.loads.items() if not within(load, problem.capacity_of(c)))
+        self._group(self.overloaded, group).set(overloaded)
 
-    def scaled(self, group: str, needed: int, current: int) -> None:
+    def rates_updated(self, group: str) -> None:
+        self._group(self.rates_stored, group).set(time.time())
+
+    def scaled(self, group: str, needed: int, current: int, overloaded: int) -> None:
         self._group(self.recommended, group).set(needed)
         self._group(self.actual, group).set(current)
+        self._group(self.overloaded, group).set(overloaded)
+
+    def store_failed(self, reason: str) -> None:
+        self.store_errors.labels(reason).inc()
 
     def forget_group(self, group: str) -> None:
         """A deleted group's series go too (else every group ever seen stays exported)."""
@@ -120,13 +191,16 @@ class ObservabilityMiddleware:
         request_id = _header(scope, b"x-request-id") or uuid.uuid4().hex
         scope.setdefault("state", {})["request_id"] = request_id
         status = 500
+        error_code = None
         start = time.perf_counter()
 
         async def send_with_id(message: dict) -> None:
-            nonlocal status
+            nonlocal status, error_code
             if message["type"] == "http.response.start":
                 status = message["status"]
                 message.setdefault("headers", []).append((b"x-request-id", request_id.encode("latin-1")))
+            elif status >= 400 and error_code is None and message["type"] == "http.response.body":
+                error_code = _error_code(message.get("body", b""))
             await send(message)
 
         try:
@@ -147,9 +221,29 @@ class ObservabilityMiddleware:
                             "route": route,
                             "status": status,
                             "duration_ms": round(elapsed * 1000, 3),
+                            **_request_fields(scope, error_code),
                         }
                     },
                 )
+
+
+def _request_fields(scope: dict, error_code: str | None) -> dict[str, Any]:
+    """What a log line tells beyond the route: the group (path, or the assign body as the route noted it),
+    the algorithm, and the error code of a failed request."""
+    state = scope.get("state", {})
+    fields = {
+        "group": scope.get("path_params", {}).get("group") or state.get("group"),
+        "algorithm": state.get("algorithm"),
+        "error_code": error_code,
+    }
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def _error_code(body: bytes) -> str | None:
+    try:
+        return msgspec.json.decode(body)["error"]["code"]
+    except (msgspec.DecodeError, KeyError, TypeError):
+        return None
 
 
 def _header(scope: dict, name: bytes) -> str | None:

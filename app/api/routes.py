@@ -148,6 +148,7 @@ async def assign(
     ] = None,
 ) -> Response:
     assign_request = decode(_ASSIGN, await _read_body(request))
+    request.state.group, request.state.algorithm = assign_request.group, assign_request.algorithm  # for the log
     grant.check(assign_request.group, write=bool(assign_request.group) and not assign_request.dry_run)
     service: AssignService = request.app.state.assigner
     return _json(await service.assign(assign_request, delta == "dense", idempotency_key))
@@ -223,7 +224,7 @@ async def put_rates(request: Request, group: WritableGroup) -> Response:
     update = decode(_RATES, await _read_body(request))
     response = _json(await _groups(request).put_rates(group, update))
     # the scaling signal (and its gauge) follows the rates, after the answer is sent
-    response.background = BackgroundTask(request.app.state.operations.refresh_scale, group)
+    response.background = BackgroundTask(request.app.state.operations.rates_stored, group)
     return response
 
 

@@ -34,6 +34,8 @@ class Observer(Protocol):
 
     def stored(self, group: str, outcome: Outcome) -> None: ...
 
+    def answered(self, algorithm: str, mode: str) -> None: ...
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -115,6 +117,8 @@ class AssignService:
         outcome, answer = run() if len(partitions) < INLINE_PARTITIONS else await asyncio.to_thread(run)
         answer.group = group
         if not group or request.dry_run:
+            if self.observer is not None:
+                self.observer.answered(outcome.algorithm, "dry_run" if request.dry_run else "stateless")
             return encode(answer)
         return await self._store_version(request, group, stored, outcome, answer, idempotency_key, fingerprint)
 

@@ -38,7 +38,11 @@ consumers of the Any Fit family (Landau et al. §VI-D)."""
 
 
 class ScaleObserver(Protocol):
-    def scaled(self, group: str, needed: int, current: int) -> None: ...
+    def scaled(self, group: str, needed: int, current: int, overloaded: int) -> None: ...
+
+    def rates_updated(self, group: str) -> None: ...
+
+    def store_failed(self, reason: str) -> None: ...
 
 
 def _not_found(message: str) -> AssignmentError:
@@ -137,12 +141,17 @@ class OperationsService:
             results=results,
         )
 
-    async def refresh_scale(self, group: str) -> None:
-        """After rates are stored: the gauge follows them. A group without an assignment yet has no signal."""
+    async def rates_stored(self, group: str) -> None:
+        """After rates are stored: the gauges follow them. A group without an assignment yet has no signal."""
+        if self.observer is not None:
+            self.observer.rates_updated(group)
         try:
             await self.scale(group)
-        except (AssignmentError, StoreUnavailable) as exc:
-            log.debug("no scaling signal", extra={"fields": {"group": group, "reason": str(exc)}})
+        except StoreUnavailable as exc:
+            if self.observer is not None:
+                self.observer.store_failed(str(exc))
+        except AssignmentError as exc:
+            log.debug("no scaling signal", extra={"fields": {"group": group, "error_code": exc.code.value}})
 
     async def scale(self, group: str) -> ScaleSignal:
         """The consumers the group's algorithm (with its capacity, from its stored assignment) needs for the
@@ -184,7 +193,7 @@ class OperationsService:
             + f" (lower bound ⌈Σ rate / C⌉ = {outcome.problem.lower_bound})."
         )
         if self.observer is not None:
-            self.observer.scaled(group, needed, current)
+            self.observer.scaled(group, needed, current, len(overloaded))
         return ScaleSignal(
             group=group,
             algorithm=algorithm,

@@ -4,7 +4,9 @@ pages served beside the API (console, docs), in process against a real Redis-pro
 from __future__ import annotations
 
 import asyncio
+import json
 import re
+import time
 import uuid
 from html.parser import HTMLParser
 from urllib.parse import quote
@@ -208,3 +210,49 @@ async def test_docs_and_openapi_are_counted_under_their_own_routes(client):
     metrics = (await client.get("/metrics")).text
     for path in ("/docs", "/redoc", "/openapi.json", "/ui"):
         assert f'route="{path}",status="200"' in metrics, path
+
+
+def sample(metrics: str, name: str, **labels: str) -> float | None:
+    """The value of one sample of the Prometheus text, or None."""
+    wanted = ",".join(f'{k}="{v}"' for k, v in labels.items())
+    match = re.search(rf"^{name}{{{re.escape(wanted)}}} (\S+)$", metrics, re.MULTILINE)
+    return float(match.group(1)) if match else None
+
+
+async def test_metrics_an_operator_acts_on(client):
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    await seed(client, group)
+    path = f"/v1/groups/{group}"
+    moved = (await client.post("/v1/assign", json={"algorithm": "bfd", "group": group})).json()
+    assert moved["moves"], "bfd re-packs: something moves"
+    await client.post("/v1/assign", json={"algorithm": "bfd", "group": group, "dry_run": True})
+    await client.put(f"{path}/rates", json=rates_body(RATES[2], 9))
+    metrics = (await client.get("/metrics")).text
+    assert sample(metrics, "groupfit_group_moves", group=group) == len(moved["moves"])
+    assert sample(metrics, "groupfit_group_moved_rate", group=group) == sum(m["rate"] for m in moved["moves"])
+    assert sample(metrics, "groupfit_rebalances_answered_total", algorithm="bfd", mode="stored") >= 1
+    assert sample(metrics, "groupfit_rebalances_answered_total", algorithm="bfd", mode="dry_run") >= 1
+    assert sample(metrics, "groupfit_rebalances_answered_total", algorithm="mwf", mode="stored") >= 2
+    assert sample(metrics, "groupfit_rebalance_moves_count", algorithm="bfd") >= 1
+    signal = (await client.get(f"{path}/scale")).json()
+    metrics = (await client.get("/metrics")).text
+    assert sample(metrics, "groupfit_group_overloaded_consumers", group=group) == len(signal["overloaded"])
+    stored_at = sample(metrics, "groupfit_group_rates_updated_timestamp_seconds", group=group)
+    assert stored_at is not None and abs(stored_at - time.time()) < 60
+
+
+async def test_store_errors_are_counted_and_logs_name_group_algorithm_and_code(capsys):
+    app, client = await client_of(Settings(redis_url="redis://127.0.0.1:1/0", redis_timeout_s=0.2))
+    async with client:
+        assert (await client.get("/v1/groups/somewhere")).status_code == 503
+        body = {"algorithm": "mwf", "group": "orders", "capacity": 1, "partitions": []}
+        assert (await client.post("/v1/assign", json=body)).status_code == 503
+        metrics = (await client.get("/metrics")).text
+    await app.state.store.close()
+    assert sample(metrics, "groupfit_store_errors_total", reason="ConnectionError") == 2
+    lines = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
+    failed = {line["route"]: line for line in lines if line.get("message") == "request" and line["status"] >= 400}
+    assert failed["/v1/groups/{group}"]["group"] == "somewhere"
+    assert failed["/v1/groups/{group}"]["error_code"] == "store_unavailable"
+    assert (failed["/v1/assign"]["group"], failed["/v1/assign"]["algorithm"]) == ("orders", "mwf")
+    assert failed["/v1/assign"]["error_code"] == "store_unavailable"
