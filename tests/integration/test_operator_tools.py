@@ -1,5 +1,6 @@
-"""`groupfit report --group G --url …`: the group's stored rates history, read from a live service, replayed
-into the report; the same figures as GET /v1/groups/{g}/replay."""
+"""Operator tools against a live service: `groupfit report --group G --url …` (the group's stored rates
+history replayed into the report, the same figures as GET /v1/groups/{g}/replay), and the line the service
+logs when it is ready."""
 
 from __future__ import annotations
 
@@ -54,3 +55,9 @@ def test_report_without_a_service(tmp_path, capsys):
     argv = ["report", "--group", "g", "--url", "http://127.0.0.1:9", "--out", str(tmp_path)]
     assert main(argv) == 2
     assert "cannot reach the service" in capsys.readouterr().err
+
+
+def test_the_service_says_where_it_listens_once_ready(live_service):
+    lines = [json.loads(line) for line in live_service.log_path.read_text().splitlines() if line.startswith("{")]
+    ready = [line for line in lines if line["message"] == "ready"]
+    assert len(ready) == 1 and ready[0]["url"] == live_service.url and ready[0]["ui"] == f"{live_service.url}/ui"
