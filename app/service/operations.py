@@ -87,10 +87,26 @@ class OperationsService:
         ]
         return GroupList(summaries, truncated=len(names) > limit)
 
-    async def rates_history(self, group: str, limit: int) -> RatesHistory:
+    async def _windows(self, group: str, limit: int, algorithms: int = 1) -> list[dict]:
+        """The newest `limit` windows, refused before they are read when windows × partitions × algorithms
+        would exceed GROUPFIT_MAX_EVALUATE_CELLS (the latest window's partition count stands for each)."""
+        stored, partitions = await self.store.rates_history_size(group)
+        cells = partitions * min(limit, stored) * algorithms
+        if cells > self.max_cells:
+            fitting = max(1, self.max_cells // max(1, partitions * algorithms))
+            raise AssignmentError(
+                ErrorCode.TOO_MANY_PARTITIONS,
+                f"{min(limit, stored)} windows of {partitions} partitions × {algorithms} algorithm(s) exceeds {self.max_cells} "
+                f"cells; ask for at most {fitting} windows.",
+                {"windows_that_fit": fitting},
+            )
         windows = await self.store.rates_history(group, limit)
         if not windows:
             raise _not_found(f"group {group!r} has no stored rates windows; PUT /v1/groups/{group}/rates first.")
+        return windows
+
+    async def rates_history(self, group: str, limit: int) -> RatesHistory:
+        windows = await self._windows(group, limit)
         return RatesHistory(
             group,
             [
@@ -116,15 +132,7 @@ class OperationsService:
         stored = await self.store.get(group)
         if stored is None:
             raise _not_found(f"group {group!r} has no stored assignment, so no capacity to replay with.")
-        windows = await self.store.rates_history(group, limit)
-        if not windows:
-            raise _not_found(f"group {group!r} has no stored rates windows; PUT /v1/groups/{group}/rates first.")
-        cells = sum(len(w["partitions"]) for w in windows) * len(algorithms)
-        if cells > self.max_cells:
-            raise AssignmentError(
-                ErrorCode.TOO_MANY_PARTITIONS,
-                f"{cells} partition-windows × algorithms exceeds {self.max_cells}; ask for fewer windows or algorithms.",
-            )
+        windows = await self._windows(group, limit, len(algorithms))
         stream = [_measurement(w["partitions"]) for w in windows]
         iteration_s = cadence([w["window_end"] for w in windows])
         capacity = stored.capacity

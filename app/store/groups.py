@@ -244,6 +244,15 @@ class GroupStore:
             windows = await self.client.zrange(self._key(group, "rates_windows"), -limit, -1)
         return [msgspec.json.decode(window) for window in windows]
 
+    async def rates_history_size(self, group: str) -> tuple[int, int]:
+        """(windows stored, partitions of the latest rates): what reading the history would cost."""
+        async with unavailable_as_503():
+            pipe = self.client.pipeline(transaction=False)
+            pipe.zcard(self._key(group, "rates_windows"))
+            pipe.hget(self._key(group, "rates_summary"), "partition_count")
+            windows, partitions = await pipe.execute()
+        return int(windows), int(partitions or 0)
+
     async def group_names(self, limit: int) -> list[str]:
         """Groups with a stored assignment or stored rates, in name order, at most `limit` (a SCAN: it
         does not block Redis, and each group's keys are found by their kind after the hash tag)."""

@@ -106,7 +106,7 @@ async def test_rates_history_is_bounded_by_count_and_age(client, settings):
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "group_not_found"
 
 
-async def test_replay_is_the_evaluation_on_the_groups_own_windows(client):
+async def test_replay_is_the_evaluation_on_the_groups_own_windows(client, settings):
     group = f"g-{uuid.uuid4().hex[:6]}"
     await seed(client, group)
     answer = await client.get(f"/v1/groups/{group}/replay?algorithms=mwf,bfd,kd_3")
@@ -122,6 +122,15 @@ async def test_replay_is_the_evaluation_on_the_groups_own_windows(client):
         assert set(run["latency"]) == {"p50", "p90", "p95", "p99", "max"}
     assert replay["results"]["bfd"]["moved_bytes"] > 0
     assert replay["results"]["kd_3"]["overloaded_windows"] >= 1  # 310 of rate on 3 consumers of 100
+
+    app, small = await client_of(settings.model_copy(update={"max_evaluate_cells": 30}))
+    async with small:  # 3 windows × 6 partitions × 2 algorithms = 36 cells: refused before any is read
+        refused = await small.get(f"/v1/groups/{group}/replay?algorithms=mwf,bfd")
+        fitting = await small.get(f"/v1/groups/{group}/replay?algorithms=mwf,bfd&windows=2")
+    await app.state.store.close()
+    assert refused.status_code == 422 and refused.json()["error"]["code"] == "too_many_partitions"
+    assert refused.json()["error"]["details"] == {"windows_that_fit": 2}
+    assert fitting.status_code == 200 and fitting.json()["windows"] == 2
 
     unknown = await client.get(f"/v1/groups/{group}/replay?algorithms=mwf,nope")
     assert unknown.status_code == 422 and unknown.json()["error"]["code"] == "unknown_algorithm"
