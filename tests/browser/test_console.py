@@ -113,6 +113,23 @@ def test_group_page_marks_the_overloaded_consumer(seeded, page):
     shot(page, "group")
 
 
+def test_group_page_shows_the_last_rebalances_moves_and_delta(live_service, page):
+    group = "moving"
+    with httpx.Client(base_url=live_service.url, timeout=10) as client:
+        for algorithm, rates in (("mwf", WINDOWS[0]), ("bfd", WINDOWS[2])):
+            body = {"partitions": [{"topic": "t", "partition": p, "rate": r} for p, r in enumerate(rates)]}
+            client.put(f"/v1/groups/{group}/rates", json={**body, "window_end": "2026-11-25T08:00:00Z"})
+            client.post("/v1/assign", json={"algorithm": algorithm, "group": group, "capacity": 100}).raise_for_status()
+        moves = client.get(f"/v1/groups/{group}/history").json()["versions"][0]["moves"]
+    assert moves, "bfd re-packs the new rates: partitions move"
+    page.goto(f"{live_service.url}/ui#/group/{group}")
+    section = page.locator("#last-rebalance")
+    expect(section.locator("table").first.locator("tbody tr")).to_have_count(len(moves))
+    expect(section.locator(".delta td.minus")).to_have_count(len(moves))  # each move: −1 where it leaves
+    expect(section.locator(".delta td.plus")).to_have_count(len(moves))  # and +1 where it arrives
+    shot(page, "group-moves")
+
+
 def test_what_if_table_fills_with_every_algorithm(seeded, page):
     page.goto(f"{seeded.url}/ui#/whatif/{quote(GROUP, safe='')}")
     expect(page.locator("#whatif[data-complete=true]")).to_have_count(1, timeout=30_000)

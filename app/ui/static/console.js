@@ -202,7 +202,7 @@ function lastRebalance(entry) {
     el(
       "table",
       {},
-      el("thead", {}, el("tr", {}, ...["partition", "from", "to", "rate"].map((h) => el("th", {}, h)))),
+      el("thead", {}, el("tr", {}, ...["partition", "from", "to", "rate"].map((h) => el("th", { class: h === "rate" ? "num" : "" }, h)))),
       el("tbody", {}, ...moves.map((m) => el("tr", {}, el("td", {}, `${m.topic}/${m.partition}`), el("td", {}, m.from), el("td", {}, m.to), el("td", { class: "num" }, fmt(m.rate))))),
     ),
   );
