@@ -32,6 +32,10 @@ class Settings(BaseSettings):
     redis_timeout_s: float = Field(1.0, gt=0, description="connect and command timeout towards Redis")
     key_prefix: str = Field("groupfit", pattern=r"^[^{}]*$", description="prefix of every Redis key (no braces)")
     history_limit: int = Field(1000, ge=1, description="versions kept in a group's history")
+    rates_history_limit: int = Field(
+        1000, ge=0, description="rates windows kept per group for replay (each PUT of rates is one); 0: none"
+    )
+    rates_history_max_age_s: float = Field(7 * 86400, gt=0, description="rates windows older than this are dropped")
     idempotency_ttl_s: int = Field(86400, ge=1, description="how long a retried Idempotency-Key gets the same answer")
     max_body_bytes: int = Field(64 * 1024 * 1024, ge=1024, description="largest request body")
     max_partitions: int = Field(1_000_000, ge=1, description="most partitions in one request")

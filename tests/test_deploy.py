@@ -6,6 +6,7 @@ program it starts, files copied into images exist, versions agree."""
 from __future__ import annotations
 
 import html
+import json
 import re
 import shlex
 import subprocess
@@ -23,7 +24,12 @@ from app.local.demo import parts_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILES = [ROOT / "deploy" / "Dockerfile", ROOT / "deploy" / "spark" / "Dockerfile"]
-MANIFESTS = [*sorted((ROOT / "deploy" / "k8s").glob("*.yaml")), ROOT / "deploy" / "spark" / "sparkapplication.yaml"]
+AUTOSCALING = sorted((ROOT / "deploy" / "k8s" / "autoscaling").glob("*.yaml"))
+MANIFESTS = [
+    *sorted((ROOT / "deploy" / "k8s").glob("*.yaml")),
+    ROOT / "deploy" / "spark" / "sparkapplication.yaml",
+    *AUTOSCALING,
+]
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 
 
@@ -166,7 +172,7 @@ def test_api_image_is_multi_stage_with_a_healthcheck():
 def test_manifests_match_the_kubernetes_schemas():
     checked = 0
     for document in documents():
-        if document["apiVersion"].startswith("sparkoperator.k8s.io/"):
+        if document["apiVersion"].startswith(("sparkoperator.k8s.io/", "keda.sh/")):
             continue  # a custom resource: no schema offline; checked below against the code instead
         kubernetes_validate.validate(document, "1.30", strict=True)
         checked += 1
@@ -288,6 +294,57 @@ def test_deploy_runs_the_kafka_and_the_connector_the_tests_run():
     assert f"--packages {coordinates}" in (ROOT / "deploy" / "spark" / "submit.sh").read_text()
     # The connector is the job's default source; the files say so anyway, so a changed default cannot move them.
     assert parse_rates_job(["--topics", "t"]).source == "kafka"
+
+
+def test_keda_scales_the_consumers_on_the_services_scaling_signal():
+    from app.codec.operations import ScaleSignal
+
+    by_kind = {(d["kind"], d["metadata"]["name"]): d for d in documents()}
+    scaled = by_kind["ScaledObject", "orders-consumers"]["spec"]
+    target = scaled["scaleTargetRef"]
+    consumers = by_kind[target["kind"], target["name"]]
+    assert consumers["metadata"]["namespace"] == "groupfit" and target["apiVersion"] == consumers["apiVersion"]
+    (trigger,) = scaled["triggers"]
+    assert trigger["type"] == "metrics-api" and trigger["metricType"] == "AverageValue"
+    meta = trigger["metadata"]
+    assert float(meta["targetValue"]) == 1  # `needed` consumers → that many replicas
+    assert meta["valueLocation"] in ScaleSignal.__struct_fields__
+    assert ScaleSignal.__annotations__[meta["valueLocation"]].startswith("Annotated[int")
+    url = re.fullmatch(r"http://([a-z0-9-]+)\.([a-z0-9-]+):(\d+)(/v1/groups/[^/]+/scale)", meta["url"])
+    assert url, meta["url"]
+    service = by_kind["Service", url.group(1)]
+    assert service["metadata"]["namespace"] == url.group(2)
+    assert int(url.group(3)) in {p["port"] for p in service["spec"]["ports"]}
+    assert url.group(4) == "/v1/groups/orders/scale"  # the group the consumers join (--group orders)
+    assert "/v1/groups/{group}/scale" in json.loads((ROOT / "openapi" / "openapi.json").read_text())["paths"]
+    container = consumers["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"][container["args"].index("--group") + 1] == "orders"
+    assert meta["authMode"] == "bearer"
+    auth = by_kind["TriggerAuthentication", trigger["authenticationRef"]["name"]]["spec"]
+    assert [ref["parameter"] for ref in auth["secretTargetRef"]] == ["token"]
+    assert scaled["maxReplicaCount"] >= scaled["minReplicaCount"] >= 1
+
+
+def test_prometheus_hpa_scales_on_the_exported_gauge():
+    from app.api.observability import Metrics
+
+    by_kind = {(d["kind"], d["metadata"]["name"]): d for d in documents() if d in autoscaling_documents()}
+    hpa = by_kind["HorizontalPodAutoscaler", "orders-consumers"]["spec"]
+    keda = by_kind["ScaledObject", "orders-consumers"]["spec"]
+    assert hpa["scaleTargetRef"] == keda["scaleTargetRef"]  # the same workload: apply one of the two
+    (metric,) = hpa["metrics"]
+    external = metric["external"]
+    gauge = next(m for m in Metrics().registry.collect() if m.name == external["metric"]["name"])
+    assert gauge.type == "gauge"
+    assert external["metric"]["selector"]["matchLabels"] == {"group": "orders"}
+    assert external["target"] == {"type": "AverageValue", "averageValue": "1"}
+    adapter = yaml.safe_load(by_kind["ConfigMap", "prometheus-adapter-groupfit"]["data"]["config.yaml"])
+    (rule,) = adapter["externalRules"]
+    assert rule["name"]["as"] == gauge.name and gauge.name in rule["seriesQuery"] and gauge.name in rule["metricsQuery"]
+
+
+def autoscaling_documents() -> list[dict]:
+    return [d for path in AUTOSCALING for d in yaml.safe_load_all(path.read_text()) if d]
 
 
 # -- architecture picture --------------------------------------------------------------------

@@ -19,6 +19,7 @@ from app import codec
 from app.api.auth import Authenticated, Authorizer
 from app.api.errors import STATUS, error, error_response
 from app.api.observability import Metrics, ObservabilityMiddleware, configure_logging, log
+from app.api.operations import install_pages
 from app.api.placements import router as placements_router
 from app.api.routes import router
 from app.core.algorithm import algorithms
@@ -27,8 +28,9 @@ from app.service.assign import AssignService
 from app.service.compute import ComputePool
 from app.service.evaluate import EvaluateService
 from app.service.groups import GroupService
+from app.service.operations import OperationsService
 from app.settings import Settings, get_settings
-from app.store.groups import GroupStore, StoreUnavailable
+from app.store.groups import GroupStore, RatesWindows, StoreUnavailable
 
 VERSION = "0.1.0"
 DESCRIPTION = (
@@ -54,6 +56,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=VERSION,
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # these three are served by install_pages: assets from the package, and each counted
+        redoc_url=None,  # under its own route in the metrics
+        openapi_url=None,
     )
     app.state.settings = settings
     app.state.metrics = Metrics(settings.metrics_max_groups)
@@ -63,6 +68,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.redis_timeout_s,
         settings.history_limit,
         settings.idempotency_ttl_s,
+        RatesWindows(settings.rates_history_limit, settings.rates_history_max_age_s),
     )
     app.state.authorizer = Authorizer(settings.auth_tokens)
     app.state.compute = ComputePool(
@@ -70,13 +76,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.compute_queue,
         settings.compute_timeout_s,
         settings.compute_worker_memory_mb,
-        preload=("app.service.assign", "app.service.evaluate"),
+        preload=("app.service.assign", "app.service.evaluate", "app.service.operations"),
     )
     app.state.assigner = AssignService(app.state.store, settings, app.state.compute, app.state.metrics)
     app.state.evaluator = EvaluateService(settings, app.state.compute)
     app.state.groups = GroupService(app.state.store, settings.max_partitions)
+    app.state.operations = OperationsService(
+        app.state.store, settings, app.state.assigner, app.state.compute, app.state.metrics
+    )
     app.include_router(router)
     app.include_router(placements_router)
+    install_pages(app)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -104,6 +114,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.exception_handler(StoreUnavailable)
     async def store_down(_: Request, exc: StoreUnavailable) -> Response:
+        app.state.metrics.store_failed(str(exc))
         return error(
             ErrorCode.STORE_UNAVAILABLE,
             "the state store (Redis) does not answer; retry shortly. Requests without 'group' keep working.",

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 from fastapi import APIRouter, Header, Query, Request
+from starlette.background import BackgroundTask
 from starlette.responses import Response
 
 from app.api import examples
@@ -173,6 +174,7 @@ async def assign(
     # a large body's duplicate-key check (as costly as its decoding) is left to the compute worker
     small = len(body) <= UNIQUE_KEYS_INLINE_BYTES
     assign_request = decode(_ASSIGN, body, unique_keys=small)
+    request.state.group, request.state.algorithm = assign_request.group, assign_request.algorithm  # for the log
     grant.check(assign_request.group, write=bool(assign_request.group) and not assign_request.dry_run)
     service: AssignService = request.app.state.assigner
     return _json(
@@ -248,7 +250,10 @@ async def group_history(request: Request, group: ReadableGroup, limit: int = Que
 )
 async def put_rates(request: Request, group: WritableGroup) -> Response:
     update = decode(_RATES, await _read_body(request))
-    return _json(await _groups(request).put_rates(group, update))
+    response = _json(await _groups(request).put_rates(group, update))
+    # the scaling signal (and its gauge) follows the rates, after the answer is sent
+    response.background = BackgroundTask(request.app.state.operations.rates_stored, group)
+    return response
 
 
 @_endpoint(

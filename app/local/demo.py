@@ -131,6 +131,7 @@ def view(service_url: str, group: str) -> tuple[str, dict]:
         state = http.get(f"/v1/groups/{group}")
         rates = http.get(f"/v1/groups/{group}/rates")
         history = http.get(f"/v1/groups/{group}/history", params={"limit": 1})
+        scale = http.get(f"/v1/groups/{group}/scale")
     facts = {"version": 0, "rates_at": None, "assigned_at": None}
     lines = [f"groupfit demo — group {group!r}  ({time.strftime('%H:%M:%S')})", ""]
     rate = {}
@@ -149,6 +150,10 @@ def view(service_url: str, group: str) -> tuple[str, dict]:
             f"rebalances by the service: {body['version']}   last Rscore: {last.get('rscore', 0):.3f}   "
             f"capacity: {body['capacity']:g} B/s"
         )
+        if scale.status_code == 200:
+            signal_ = scale.json()
+            lines.append(f"scaling signal (GET /scale, KEDA): {signal_['action']}: {signal_['reason']}")
+        lines.append(f"console: {service_url}/ui")
         lines.append("")
         for consumer, held in sorted(body["assignment"].items()):
             load = sum(rate.get((p["topic"], p["partition"]), 0.0) for p in held)

@@ -13,17 +13,19 @@ import msgspec
 from app.codec.assign import (
     AssignRequest,
     AssignResponse,
+    Move,
     answer_of,
     capacity_of,
     previous_of,
     problem_of,
     with_version,
 )
+from app.codec.groups import HISTORY_MOVES
 from app.codec.wire import PartitionRate, check_unique_keys, convert, encode
 from app.core.algorithm import get_algorithm
 from app.core.assign import Outcome, solve
 from app.core.errors import AssignmentError, ErrorCode
-from app.core.model import MAX_CONSUMERS, PartitionKey
+from app.core.model import MAX_CONSUMERS, PartitionKey, within
 from app.service.clock import now
 from app.service.compute import ComputePool
 from app.settings import Settings
@@ -59,7 +61,9 @@ class Observer(Protocol):
 
     def computed(self, algorithm: str, seconds: float) -> None: ...
 
-    def stored(self, group: str, rscore: float, consumer_count: int) -> None: ...
+    def stored(self, group: str, computed: Computed) -> None: ...
+
+    def answered(self, algorithm: str, mode: str) -> None: ...
 
 
 class Limits(msgspec.Struct, frozen=True, kw_only=True):
@@ -137,7 +141,12 @@ class Computed(msgspec.Struct, array_like=True):
     capacity: float
     rscore: float
     consumer_count: int
+    lower_bound: int
     moves_count: int
+    moved_rate: float
+    top_moves: list[Move]
+    """the moves of the largest rate (at most HISTORY_MOVES), for the history"""
+    overloaded_consumers: int
     seconds: float
 
 
@@ -154,7 +163,11 @@ def run_job(job: AssignJob) -> Computed:
         outcome.problem.capacity,
         outcome.rscore,
         outcome.consumer_count,
+        outcome.problem.lower_bound,
         len(outcome.moved),
+        sum(move.rate for move in answer.moves),
+        sorted(answer.moves, key=lambda move: -move.rate)[:HISTORY_MOVES],
+        sum(1 for c, load in outcome.loads.items() if not within(load, outcome.problem.capacity_of(c))),
         seconds,
     )
 
@@ -214,16 +227,21 @@ class AssignService:
             previous = stored.assignment if stored else {}
         capacity = capacity_of(request, stored.capacity if stored else None)
         job = AssignJob(request, list(partitions), previous, capacity, dense, self.limits, body or b"")
-        size = len(partitions) + len(request.members or ()) + sum(map(len, previous.values()))
-        if request.algorithm in CHEAP_ALGORITHMS and size <= self.inline_partitions:
-            computed = run_job(job)
-        else:
-            computed = _COMPUTED.decode(await self.pool.run(assign_job, msgspec.msgpack.encode(job), gone))
+        computed = await self.run(job, gone)
         if self.observer is not None:
             self.observer.computed(computed.algorithm, computed.seconds)
         if not group or request.dry_run:
+            if self.observer is not None:
+                self.observer.answered(computed.algorithm, "dry_run" if request.dry_run else "stateless")
             return computed.answer
         return await self._store_version(request, group, stored, computed, idempotency_key, fingerprint)
+
+    async def run(self, job: AssignJob, gone: Callable[[], Awaitable[object]] | None = None) -> Computed:
+        """The computation: on the event loop when it is cheap and small, else in a compute worker."""
+        size = len(job.partitions) + len(job.request.members or ()) + sum(map(len, job.previous.values()))
+        if job.request.algorithm in CHEAP_ALGORITHMS and size <= self.inline_partitions:
+            return run_job(job)
+        return _COMPUTED.decode(await self.pool.run(assign_job, msgspec.msgpack.encode(job), gone))
 
     async def _stored_rates(self, group: str | None) -> list[PartitionRate]:
         if not group:
@@ -265,6 +283,8 @@ class AssignService:
                 "consumer_count": computed.consumer_count,
                 "moves_count": computed.moves_count,
                 "updated_at": updated_at,
+                "moved_rate": computed.moved_rate,
+                "moves": computed.top_moves,
             },
             Replay(idempotency_key, fingerprint, computed.answer) if idempotency_key else None,
         )
@@ -278,7 +298,7 @@ class AssignService:
                 {"current_version": write.version, "expected_version": expected},
             )
         if self.observer is not None:
-            self.observer.stored(group, computed.rscore, computed.consumer_count)
+            self.observer.stored(group, computed)
         return with_version(computed.answer, write.version)
 
 

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
+from urllib.parse import unquote
 
 import msgspec
 import redis.asyncio as redis
@@ -58,16 +59,18 @@ of racing the compare-and-set."""
 
 
 _DELETE = """
-local records = redis.call('ZRANGE', KEYS[4], 0, -1)
+local index = KEYS[#KEYS]
+local records = redis.call('ZRANGE', index, 0, -1)
 local removed = redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+redis.call('DEL', unpack(KEYS, 4))
 for first = 1, #records, 1000 do
   redis.call('DEL', unpack(records, first, math.min(first + 999, #records)))
 end
-redis.call('DEL', KEYS[4])
 return removed
 """
-"""KEYS: state, history, rates, index of idempotency records. Deletes them and every indexed record (all
-in the group's slot); answers how many of the first three existed."""
+"""KEYS: state, history, rates, then the group's other keys, last the index of its idempotency records.
+Deletes them all and every indexed record (all in the group's slot); answers how many of the first three
+existed."""
 
 _TAG_ESCAPES = str.maketrans({"%": "%25", "{": "%7B", "}": "%7D", ":": "%3A"})
 
@@ -88,6 +91,25 @@ def redis_key(prefix: str, group: str, kind: str, idempotency_key: str | None = 
     return key
 
 
+_PUT_RATES = """
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('HSET', KEYS[2], 'window_end', ARGV[2], 'updated_at', ARGV[3], 'partition_count', ARGV[4])
+if tonumber(ARGV[7]) > 0 then
+  redis.call('ZADD', KEYS[3], ARGV[5], ARGV[6])
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[8])
+  local extra = redis.call('ZCARD', KEYS[3]) - tonumber(ARGV[7])
+  if extra > 0 then
+    redis.call('ZREMRANGEBYRANK', KEYS[3], 0, extra - 1)
+  end
+end
+return 1
+"""
+"""KEYS: latest rates, their summary, the rates windows (a sorted set scored by the time each was stored).
+ARGV: latest rates document, window end, stored at, partition count, score (ms), window, most windows kept
+(0: none), oldest score kept. One script, so the latest rates, their summary and the bounded history never
+disagree and the history is trimmed (by count and by age) in the same step that adds to it."""
+
+
 class StoreUnavailable(Exception):
     """Redis did not answer in time or refused the connection."""
 
@@ -99,6 +121,27 @@ class StoredGroup:
     capacity: float
     assignment: dict[str, list[tuple[str, int]]]
     updated_at: str
+
+
+@dataclass(frozen=True)
+class RatesWindows:
+    """How much of a group's rates history is kept: at most `limit` windows, none older than `max_age_s`."""
+
+    limit: int = 1000
+    max_age_s: float = 7 * 86400
+
+
+@dataclass
+class GroupSummaryFields:
+    group: str
+    version: int | None
+    algorithm: str | None
+    capacity: float | None
+    updated_at: str | None
+    last: dict[str, Any] | None  # the newest history entry
+    rates_window_end: str | None
+    rates_updated_at: str | None
+    partition_count: int | None
 
 
 @dataclass
@@ -122,7 +165,15 @@ class VersionWrite:
 
 
 class GroupStore:
-    def __init__(self, url: str, prefix: str, timeout_s: float, history_limit: int, idempotency_ttl_s: int) -> None:
+    def __init__(
+        self,
+        url: str,
+        prefix: str,
+        timeout_s: float,
+        history_limit: int,
+        idempotency_ttl_s: int,
+        rates_windows: RatesWindows | None = None,
+    ) -> None:
         self.client = redis.Redis.from_url(
             url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s, retry_on_timeout=False
         )
@@ -131,6 +182,8 @@ class GroupStore:
         self.idempotency_ttl_s = idempotency_ttl_s
         self._write_version = self.client.register_script(_WRITE_VERSION)
         self._delete = self.client.register_script(_DELETE)
+        self.rates_windows = rates_windows or RatesWindows()
+        self._put_rates = self.client.register_script(_PUT_RATES)
 
     def _key(self, group: str, kind: str, idempotency_key: str | None = None) -> str:
         return redis_key(self.prefix, group, kind, idempotency_key)
@@ -201,13 +254,89 @@ class GroupStore:
     async def delete(self, group: str) -> bool:
         async with unavailable_as_503():
             removed = await self._delete(
-                keys=[self._key(group, kind) for kind in ("state", "history", "rates", "idempotency")]
+                keys=[
+                    self._key(group, kind)
+                    for kind in ("state", "history", "rates", "rates_summary", "rates_windows", "idempotency")
+                ]
             )
         return removed > 0
 
-    async def put_rates(self, group: str, document: dict[str, Any]) -> None:
+    async def put_rates(self, group: str, document: dict[str, Any], stored_at_ms: int) -> None:
+        """The latest rates, and the same rates as the newest window of the group's bounded history."""
+        partitions = document["partitions"]
+        window = {
+            "window_end": document["window_end"],
+            "updated_at": document["updated_at"],
+            "partitions": [[p.topic, p.partition, p.rate, p.lag] for p in partitions],
+        }
+        keep = self.rates_windows
+        args = [
+            msgspec.json.encode(document),
+            document["window_end"],
+            document["updated_at"],
+            len(partitions),
+            stored_at_ms,
+            msgspec.json.encode(window),
+            keep.limit,
+            stored_at_ms - int(keep.max_age_s * 1000),
+        ]
+        keys = [self._key(group, "rates"), self._key(group, "rates_summary"), self._key(group, "rates_windows")]
         async with unavailable_as_503():
-            await self.client.set(self._key(group, "rates"), msgspec.json.encode(document))
+            await self._put_rates(keys=keys, args=args)
+
+    async def rates_history(self, group: str, limit: int) -> list[dict[str, Any]]:
+        """The newest `limit` stored windows, oldest first; partitions as [topic, partition, rate, lag]."""
+        async with unavailable_as_503():
+            windows = await self.client.zrange(self._key(group, "rates_windows"), -limit, -1)
+        return [msgspec.json.decode(window) for window in windows]
+
+    async def rates_history_size(self, group: str) -> tuple[int, int]:
+        """(windows stored, partitions of the latest rates): what reading the history would cost."""
+        async with unavailable_as_503():
+            pipe = self.client.pipeline(transaction=False)
+            pipe.zcard(self._key(group, "rates_windows"))
+            pipe.hget(self._key(group, "rates_summary"), "partition_count")
+            windows, partitions = await pipe.execute()
+        return int(windows), int(partitions or 0)
+
+    async def group_names(self, limit: int) -> list[str]:
+        """Groups with a stored assignment or stored rates, in name order, at most `limit` (a SCAN: it
+        does not block Redis, and each group's keys are found by their kind after the hash tag)."""
+        names: set[str] = set()
+        head = f"{self.prefix}:{{"
+        async with unavailable_as_503():
+            for kind in ("state", "rates_summary"):
+                tail = f"}}:{kind}"
+                async for key in self.client.scan_iter(match=_glob_escape(head) + "*" + _glob_escape(tail), count=1000):
+                    names.add(unquote(key.decode()[len(head) : -len(tail)]))  # group_tag reversed
+        return sorted(names)[:limit]
+
+    async def summaries(self, groups: list[str]) -> list[GroupSummaryFields]:
+        """What a listing shows of each group, without its assignment or rates (one round trip)."""
+        async with unavailable_as_503():
+            pipe = self.client.pipeline(transaction=False)
+            for group in groups:
+                pipe.hmget(self._key(group, "state"), "version", "algorithm", "capacity", "updated_at")
+                pipe.lindex(self._key(group, "history"), 0)
+                pipe.hmget(self._key(group, "rates_summary"), "window_end", "updated_at", "partition_count")
+            replies = await pipe.execute()
+        summaries = []
+        for i, group in enumerate(groups):
+            state, last, rates = replies[3 * i : 3 * i + 3]
+            summaries.append(
+                GroupSummaryFields(
+                    group=group,
+                    version=int(state[0]) if state[0] else None,
+                    algorithm=state[1].decode() if state[1] else None,
+                    capacity=float(state[2]) if state[2] else None,
+                    updated_at=state[3].decode() if state[3] else None,
+                    last=msgspec.json.decode(last) if last else None,
+                    rates_window_end=rates[0].decode() if rates[0] else None,
+                    rates_updated_at=rates[1].decode() if rates[1] else None,
+                    partition_count=int(rates[2]) if rates[2] else None,
+                )
+            )
+        return summaries
 
     async def get_rates(self, group: str) -> dict[str, Any] | None:
         async with unavailable_as_503():
@@ -220,6 +349,11 @@ class GroupStore:
         if not fields:
             return None
         return Replay(key, fields[b"fingerprint"].decode(), fields[b"answer"], int(fields[b"version"]))
+
+
+def _glob_escape(text: str) -> str:
+    """A literal in a SCAN MATCH pattern."""
+    return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in text)
 
 
 @asynccontextmanager

@@ -162,7 +162,10 @@ async def test_group_versions_history_and_stored_previous(client, group):
     assert second.json()["version"] == 2 and second.json()["moves"] == [] and second.json()["rscore"] == 0
     history = (await client.get(f"/v1/groups/{group}/history")).json()["versions"]
     assert [v["version"] for v in history] == [2, 1]
-    assert set(history[0]) == {"version", "algorithm", "rscore", "consumer_count", "moves_count", "updated_at"}
+    assert set(history[0]) == {
+        *("version", "algorithm", "rscore", "consumer_count", "moves_count", "updated_at", "moved_rate", "moves")
+    }
+    assert history[0]["moves"] == [] and history[0]["moved_rate"] == 0
     limited = (await client.get(f"/v1/groups/{group}/history?limit=1")).json()["versions"]
     assert [v["version"] for v in limited] == [2]
 
