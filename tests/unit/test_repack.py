@@ -70,7 +70,8 @@ def test_caps_hold_and_answers_repeat(data):
         "max_rscore": data.draw(st.none() | st.floats(0, 3)),
         "max_moves": data.draw(st.none() | st.integers(0, 6)),
         "consumer_weight": data.draw(st.sampled_from([0.2, 1.0, 3.0])),
-        "neighbourhood": data.draw(st.integers(2, 5)),
+        "neighbourhood": data.draw(st.integers(2, 8)),
+        "neighbourhood_nodes": data.draw(st.sampled_from([1, 50, 1000])),
         "time_limit_ms": data.draw(st.sampled_from([1, 20, 200])),
     }
     algorithm = get_algorithm("repack")
