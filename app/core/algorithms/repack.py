@@ -14,7 +14,7 @@ objective), from the previous assignment by large-neighbourhood search.
       that lowers the objective (W·C above the rate it migrates) within the budget;
    b. re-solve: the target and the k − 1 consumers with the most remaining capacity; their partitions are
       re-placed among them exactly (depth-first branch and bound, largest partition first, at most
-      NODES_PER_NEIGHBOURHOOD nodes) for the least W·(consumers used) + (rate away from its previous
+      `neighbourhood_nodes` nodes) for the least W·(consumers used) + (rate away from its previous
       consumer)/C; a strictly better placement is kept.
    Passes repeat until one keeps nothing (a local optimum) or the work limit is reached. Neither step needs
    a solver (no OR-Tools).
@@ -48,8 +48,6 @@ WORK_PER_MS = 700
 a millisecond of CPU time (690-950 measured at 200, 2 000 and 20 000 partitions; the lowest, so the search
 takes about `time_limit_ms` of CPU at most). The limit is kept in units, never in seconds, so answers do not
 depend on the machine or its load."""
-NODES_PER_NEIGHBOURHOOD = 1_000
-"""A neighbourhood whose search is not complete within this many nodes keeps the best placement found."""
 EJECTION_TRIES = 32
 """Consumers (those with the most room) a partition that fits nowhere may eject a smaller one from."""
 DEFAULT_CONSUMER_WEIGHT = 1.0
@@ -71,6 +69,12 @@ class RepackParams(MigrationBudget):
         description=f"search budget: {WORK_PER_MS} units of search work per ms, counted, never timed (deterministic)",
     )
     neighbourhood: int = Field(4, ge=2, le=8, description="consumers re-placed together in one search step")
+    neighbourhood_nodes: int = Field(
+        1_000,
+        ge=1,
+        le=1_000_000,
+        description="branch-and-bound nodes one neighbourhood may take; past them it keeps the best placement found",
+    )
 
 
 class Repacker:
@@ -81,6 +85,7 @@ class Repacker:
         self.rates = problem.rates
         self.weight = params.consumer_weight
         self.k = params.neighbourhood
+        self.nodes = params.neighbourhood_nodes
         self.spending = Spending(problem, params)
         self.pool = ConsumerPool(problem.members, problem.capacity_of)
         self.ids: list[str] = []
@@ -239,9 +244,7 @@ class Repacker:
         )
 
     def resolve(self, target: int, limit: int) -> bool:
-        spent, better = Neighbourhood(self, self.neighbourhood(target)).solve(
-            min(NODES_PER_NEIGHBOURHOOD, limit - self.work)
-        )
+        spent, better = Neighbourhood(self, self.neighbourhood(target)).solve(min(self.nodes, limit - self.work))
         self.work += spent
         if better is None:
             return False
