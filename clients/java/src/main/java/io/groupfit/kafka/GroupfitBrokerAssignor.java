@@ -138,7 +138,10 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
                 GroupfitService.check(GroupfitClient.JSON.readValue(WARM_UP_ANSWER, Api.AssignResponse.class),
                         List.of("a"), List.of(new TopicPartition("t", 0)));
                 Balance.sticky(List.of("a", "b"), List.of(1, 2, 3), Map.of(1, "b"));
-                client.rates("groupfit-warm-up", Duration.ofSeconds(5)).handle((r, e) -> null).get(6, TimeUnit.SECONDS);
+                // A stateless request (no group: nothing is stored) warms both ends of the first real call.
+                client.assign(new Api.AssignRequest("mwf", 1.0, null, null,
+                                List.of(new Api.PartitionRate("warm-up", 0, 1.0, null)), null, null), Duration.ofSeconds(5))
+                        .handle((r, e) -> null).get(6, TimeUnit.SECONDS);
             } catch (Exception e) {
                 log.warn("groupfit assignor: warming up failed: {}", GroupfitService.reason(e));
             }
@@ -346,8 +349,8 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
                     if (unknownMembers.stream().anyMatch(m -> !groupOfMember.containsKey(m))) {
                         learnGroups();
                     }
-                    if (unknownMembers.stream().anyMatch(groupOfMember::containsKey)
-                            && topicIds.stream().allMatch(topicNames::containsKey)) {
+                    boolean groupKnown = group != null || unknownMembers.stream().anyMatch(groupOfMember::containsKey);
+                    if (groupKnown && topicIds.stream().allMatch(topicNames::containsKey)) {
                         break;
                     }
                     Thread.sleep(200);
@@ -378,9 +381,13 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         Map<String, ConsumerGroupDescription> described =
                 admin().describeConsumerGroups(groups).all().get(15, TimeUnit.SECONDS);
         for (ConsumerGroupDescription description : described.values()) {
+            Set<String> present = new HashSet<>();
             for (MemberDescription member : description.members()) {
+                present.add(member.consumerId());
                 groupOfMember.put(member.consumerId(), description.groupId());
             }
+            // Members that left are forgotten, so the map stays as large as the groups are.
+            groupOfMember.entrySet().removeIf(e -> e.getValue().equals(description.groupId()) && !present.contains(e.getKey()));
         }
     }
 
