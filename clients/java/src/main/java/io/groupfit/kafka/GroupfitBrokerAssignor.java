@@ -3,9 +3,9 @@ package io.groupfit.kafka;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -305,9 +305,11 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             }
         }
         boolean sameMembers = newest != null && newest.members().equals(present);
-        Map<List<String>, List<IdPartition>> byReaders = new TreeMap<>(Comparator.comparing(Object::toString));
+        Map<Uuid, List<String>> sortedReaders = new HashMap<>();
+        Map<List<String>, List<IdPartition>> byReaders = new LinkedHashMap<>(); // partitions come in topic order
         for (IdPartition p : partitions) {
-            byReaders.computeIfAbsent(readers.get(p.topicId()).stream().sorted().toList(), r -> new ArrayList<>()).add(p);
+            List<String> who = sortedReaders.computeIfAbsent(p.topicId(), t -> readers.get(t).stream().sorted().toList());
+            byReaders.computeIfAbsent(who, r -> new ArrayList<>()).add(p);
         }
         Map<IdPartition, String> owner = new HashMap<>();
         byReaders.forEach((who, share) -> owner.putAll(
