@@ -324,5 +324,4 @@ def test_kip848_group_gets_its_target_from_the_service_and_a_balanced_one_withou
     )
     assert sorted(len(m.owned) for m in remaining) == [6, 6]
     assert assign_lines(broker, group)[-1][0] == "fallback"
-    held = [ms for _, ms in assign_lines(broker, group)]
-    print(f"assign() held the coordinator (ms): {held}")
+    print(f"assign() for {group} after the first: (source, ms the coordinator was held) {assign_lines(broker, group)}")

@@ -10,7 +10,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
@@ -295,11 +294,12 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
     /** Balance.sticky per set of members that may read a topic (all members when subscriptions agree). */
     static Map<TopicPartition, String> fallback(List<Member> members, List<TopicPartition> partitions,
             Map<TopicPartition, String> current, Map<String, Subscription> subscriptions) {
-        Map<List<String>, List<TopicPartition>> byReaders = new TreeMap<>(Comparator.comparing(Object::toString));
+        Map<String, List<String>> readersOf = new HashMap<>();
+        Map<List<String>, List<TopicPartition>> byReaders = new LinkedHashMap<>(); // partitions come sorted
         for (TopicPartition tp : partitions) {
-            List<String> readers = members.stream()
-                    .filter(m -> subscriptions.get(m.memberId()).topics().contains(tp.topic()))
-                    .map(Member::identity).sorted().toList();
+            List<String> readers = readersOf.computeIfAbsent(tp.topic(), topic -> members.stream()
+                    .filter(m -> subscriptions.get(m.memberId()).topics().contains(topic))
+                    .map(Member::identity).sorted().toList());
             byReaders.computeIfAbsent(readers, r -> new ArrayList<>()).add(tp);
         }
         Map<TopicPartition, String> owner = new HashMap<>();

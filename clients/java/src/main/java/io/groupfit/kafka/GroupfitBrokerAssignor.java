@@ -3,9 +3,9 @@ package io.groupfit.kafka;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -138,7 +138,10 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
                 GroupfitService.check(GroupfitClient.JSON.readValue(WARM_UP_ANSWER, Api.AssignResponse.class),
                         List.of("a"), List.of(new TopicPartition("t", 0)));
                 Balance.sticky(List.of("a", "b"), List.of(1, 2, 3), Map.of(1, "b"));
-                client.rates("groupfit-warm-up", Duration.ofSeconds(5)).handle((r, e) -> null).get(6, TimeUnit.SECONDS);
+                // A stateless request (no group: nothing is stored) warms both ends of the first real call.
+                client.assign(new Api.AssignRequest("mwf", 1.0, null, null,
+                                List.of(new Api.PartitionRate("warm-up", 0, 1.0, null)), null, null), Duration.ofSeconds(5))
+                        .handle((r, e) -> null).get(6, TimeUnit.SECONDS);
             } catch (Exception e) {
                 log.warn("groupfit assignor: warming up failed: {}", GroupfitService.reason(e));
             }
@@ -302,9 +305,11 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             }
         }
         boolean sameMembers = newest != null && newest.members().equals(present);
-        Map<List<String>, List<IdPartition>> byReaders = new TreeMap<>(Comparator.comparing(Object::toString));
+        Map<Uuid, List<String>> sortedReaders = new HashMap<>();
+        Map<List<String>, List<IdPartition>> byReaders = new LinkedHashMap<>(); // partitions come in topic order
         for (IdPartition p : partitions) {
-            byReaders.computeIfAbsent(readers.get(p.topicId()).stream().sorted().toList(), r -> new ArrayList<>()).add(p);
+            List<String> who = sortedReaders.computeIfAbsent(p.topicId(), t -> readers.get(t).stream().sorted().toList());
+            byReaders.computeIfAbsent(who, r -> new ArrayList<>()).add(p);
         }
         Map<IdPartition, String> owner = new HashMap<>();
         byReaders.forEach((who, share) -> owner.putAll(
@@ -346,8 +351,8 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
                     if (unknownMembers.stream().anyMatch(m -> !groupOfMember.containsKey(m))) {
                         learnGroups();
                     }
-                    if (unknownMembers.stream().anyMatch(groupOfMember::containsKey)
-                            && topicIds.stream().allMatch(topicNames::containsKey)) {
+                    boolean groupKnown = group != null || unknownMembers.stream().anyMatch(groupOfMember::containsKey);
+                    if (groupKnown && topicIds.stream().allMatch(topicNames::containsKey)) {
                         break;
                     }
                     Thread.sleep(200);
@@ -378,9 +383,13 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         Map<String, ConsumerGroupDescription> described =
                 admin().describeConsumerGroups(groups).all().get(15, TimeUnit.SECONDS);
         for (ConsumerGroupDescription description : described.values()) {
+            Set<String> present = new HashSet<>();
             for (MemberDescription member : description.members()) {
+                present.add(member.consumerId());
                 groupOfMember.put(member.consumerId(), description.groupId());
             }
+            // Members that left are forgotten, so the map stays as large as the groups are.
+            groupOfMember.entrySet().removeIf(e -> e.getValue().equals(description.groupId()) && !present.contains(e.getKey()));
         }
     }
 

@@ -64,26 +64,33 @@ public final class RebalanceBench {
         report("broker assign() holds the coordinator, group not known yet", "fallback", broker(url, group, capacity, false), runs);
     }
 
-    /** One rebalance: its time in ns and where the assignment came from. */
-    record Run(long nanos, String source) {}
+    /** One rebalance: its wall time and the calling thread's CPU time in ns, and where the assignment came from. */
+    record Run(long nanos, long cpuNanos, String source) {}
+
+    static final java.lang.management.ThreadMXBean THREADS = java.lang.management.ManagementFactory.getThreadMXBean();
 
     static void report(String name, String expected, Supplier<Run> rebalance, int runs) {
         for (int i = 0; i < runs / 2; i++) {
             rebalance.get();
         }
         List<Long> times = new ArrayList<>();
+        List<Long> cpu = new ArrayList<>();
         Map<String, Integer> sources = new TreeMap<>();
         for (int i = 0; i < runs; i++) {
             Run run = rebalance.get();
             times.add(run.nanos());
+            cpu.add(run.cpuNanos());
             sources.merge(String.valueOf(run.source()), 1, Integer::sum);
         }
         times.sort(Long::compare);
-        double p50 = times.get(times.size() / 2) / 1e6;
-        double p99 = times.get(Math.min(times.size() - 1, (int) Math.ceil(0.99 * times.size()) - 1)) / 1e6;
-        double max = times.get(times.size() - 1) / 1e6;
-        System.out.printf("%-64s p50 %7.2f ms  p99 %7.2f ms  max %7.2f ms  %s%n", name, p50, p99, max,
+        cpu.sort(Long::compare);
+        System.out.printf("%-62s wall p50 %6.2f p99 %6.2f max %6.2f ms | thread CPU p50 %5.2f p99 %5.2f ms %s%n",
+                name, at(times, 0.5), at(times, 0.99), at(times, 1.0), at(cpu, 0.5), at(cpu, 0.99),
                 expected == null ? "" : sources.toString());
+    }
+
+    static double at(List<Long> sorted, double quantile) {
+        return sorted.get(Math.min(sorted.size() - 1, Math.max(0, (int) Math.ceil(quantile * sorted.size()) - 1))) / 1e6;
     }
 
     /** A leader whose members report what the last rebalance gave them, as in a group that rebalances often. */
@@ -100,13 +107,16 @@ public final class RebalanceBench {
                 ByteBuffer data = new MemberData("c" + i, null, mine, generation[0]).encode();
                 subscriptions.put("member-" + i, new Subscription(topics, data, List.of(), generation[0], Optional.empty()));
             }
+            leader.subscriptionUserData(Set.copyOf(topics)); // as when the leader joins: its rates read starts
             long started = System.nanoTime();
+            long startedCpu = THREADS.getCurrentThreadCpuTime();
             ConsumerPartitionAssignor.GroupAssignment result = leader.assign(cluster, new GroupSubscription(subscriptions));
             long nanos = System.nanoTime() - started;
+            long cpuNanos = THREADS.getCurrentThreadCpuTime() - startedCpu;
             result.groupAssignment().forEach((member, assignment) -> owned.put(member, assignment.partitions()));
             generation[0]++;
             leader.onAssignment(result.groupAssignment().get("member-0"), new ConsumerGroupMetadata(group));
-            return new Run(nanos, leader.lastReport().source());
+            return new Run(nanos, cpuNanos, leader.lastReport().source());
         };
     }
 
@@ -121,11 +131,13 @@ public final class RebalanceBench {
                         owned.getOrDefault("member-" + i, List.of()), generation[0], Optional.empty()));
             }
             long started = System.nanoTime();
+            long startedCpu = THREADS.getCurrentThreadCpuTime();
             ConsumerPartitionAssignor.GroupAssignment result = sticky.assign(cluster, new GroupSubscription(subscriptions));
             long nanos = System.nanoTime() - started;
+            long cpuNanos = THREADS.getCurrentThreadCpuTime() - startedCpu;
             result.groupAssignment().forEach((member, assignment) -> owned.put(member, assignment.partitions()));
             generation[0]++;
-            return new Run(nanos, null);
+            return new Run(nanos, cpuNanos, null);
         };
     }
 
@@ -162,12 +174,14 @@ public final class RebalanceBench {
                 }
             };
             long started = System.nanoTime();
+            long startedCpu = THREADS.getCurrentThreadCpuTime();
             GroupAssignment result = assignor.assign(spec, describer);
             long nanos = System.nanoTime() - started;
+            long cpuNanos = THREADS.getCurrentThreadCpuTime() - startedCpu;
             if (known) {
                 result.members().forEach((member, assignment) -> current.put(member, assignment.partitions()));
             }
-            return new Run(nanos, assignor.lastReport().source());
+            return new Run(nanos, cpuNanos, assignor.lastReport().source());
         };
     }
 
