@@ -108,6 +108,7 @@ def solve(problem: PlacementProblem) -> Solution:
         "bytes_moved": (moved, disk_unit),
         "utilization": (peak, 1 / UTILIZATION_STEPS),
     }
+    used: list[Any] = []
     if problem.options.objective is Objective.BROKERS:
         used = [model.new_bool_var(f"u{b}") for b in range(len(brokers))]
         for (_, b), var in y.items():
@@ -117,15 +118,33 @@ def solve(problem: PlacementProblem) -> Solution:
         criteria["brokers"] = (cp_model.LinearExpr.sum(used), 1.0)
     phases = [(name, *criteria[name]) for name in ORDER[problem.options.objective]]
 
-    hint = {(p, b) for p, held in enumerate(start.sets) for b in held} if start is not None else None
+    def add_hint(sets: list[list[int]]) -> None:
+        """A complete hint (every variable, the peak and the brokers used too): CP-SAT takes it as its first
+        solution at once; an incomplete one it has to repair."""
+        chosen = {(p, b) for p in free for b in sets[p]}
+        for key, var in y.items():
+            model.add_hint(var, key in chosen)
+        disk_load, network_load = list(fixed_disk), list(fixed_network)
+        for p, b in chosen:
+            disk_load[b] += size[p]
+            network_load[b] += flow[p]
+        steps = max(
+            max(-(-UTILIZATION_STEPS * load // full) for load, full in zip(disk_load, disk_full)),
+            max(-(-UTILIZATION_STEPS * load // full) for load, full in zip(network_load, network_full)),
+        )
+        model.add_hint(peak, min(steps, UTILIZATION_STEPS))
+        hosts = {b for held in sets for b in held}
+        for b, var in enumerate(used):
+            model.add_hint(var, b in hosts)
+
+    hint = start.sets if start is not None else None
     budget = problem.options.time_limit_ms / 1000
     statuses, bounds = [], {}
     best: list[list[int]] | None = None
     for i, (name, expression, unit) in enumerate(phases):
         model.clear_hints()
         if hint is not None:
-            for key, var in y.items():
-                model.add_hint(var, key in hint)
+            add_hint(hint)
         model.minimize(expression)
         solver = deterministic_solver(budget / (len(phases) - i))
         status = solver.solve(model)
@@ -150,7 +169,7 @@ def solve(problem: PlacementProblem) -> Solution:
             else list(start.sets[p])  # type: ignore[union-attr]  # outside a neighbourhood: there is a start
             for p in range(len(parts))
         ]
-        hint = {(p, b) for p, held in enumerate(best) for b in held}
+        hint = best
         model.add(expression <= value)  # hold it for the phases after
     outputs: dict[str, Any] = {"status": dict(zip([name for name, _, _ in phases], statuses))}
     candidates = [sets for sets in (best, start.sets if start is not None else None) if sets is not None]
