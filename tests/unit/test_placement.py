@@ -296,3 +296,12 @@ def test_the_lower_bounds_are_those_of_the_excess_and_the_average():
     problem = build(brokers3(800.0), parts, Options())
     # the 500-byte replica alone fills 5/8 of a broker, more than the average 900 / 2 400
     assert lower_bounds(problem) == {"bytes_moved": 100.0, "utilization": 500 / 800}
+
+
+def test_brokers_filled_exactly_to_capacity_stay_feasible_for_the_exact_model():
+    """Sizes of a third of a broker fill two brokers to the byte; rounding sizes up would call it infeasible."""
+    brokers = [Broker(b, 1000, 100) for b in (1, 2)]
+    parts = [Partition("t", j, (1 + j % 2,), 1000 / 3, 1) for j in range(6)]
+    problem = build(brokers, parts, Options())
+    plan = place(problem, "exact")
+    assert plan.moves == [] and plan.optimal
