@@ -11,8 +11,10 @@ Objectives: bytes moved Σ_{b not a current broker of p} D_p y[p, b]; balance U 
 both dimensions; brokers used Σ_b u_b with u_b ≥ y[p, b].
 
 Sizes are integers of 1/RESOLUTION of the largest disk (throughputs of the largest network capacity), rounded
-up, and capacities rounded down, so every answer of the integer model holds in real numbers; bounds are those
-of the integer model (within one unit per replica of the real ones). The heuristic's placement is the complete
+down, and capacities too, so the integer model is a relaxation of the real one: every real placement is one of
+its answers (the heuristic's is always a valid hint), its bounds and its infeasibility hold for the real problem,
+and an answer of it is kept only if it holds in real numbers (within one unit per replica it may not). The
+heuristic's placement is the complete
 hint; its objective is never beaten by a worse answer (the better of the two is returned). Each phase minimises
 one objective with the ones before it held at their best values; optimal means every criterion was proven, by
 CP-SAT or by reaching a bound any placement obeys (`model.lower_bounds`).
@@ -33,7 +35,15 @@ from typing import Any
 from app.core.algorithms.exact import _solver as deterministic_solver
 from app.core.errors import AssignmentError, ErrorCode
 from app.core.placement import heuristic
-from app.core.placement.model import GONE, ORDER, Objective, PlacementProblem, lower_bounds, objective_values
+from app.core.placement.model import (
+    GONE,
+    ORDER,
+    Objective,
+    PlacementProblem,
+    lower_bounds,
+    objective_values,
+    violations,
+)
 from app.core.placement.solver import Solution, Solver, register
 
 RESOLUTION = 10**6  # integer units of the largest capacity
@@ -52,8 +62,8 @@ def solve(problem: PlacementProblem) -> Solution:
     whole = len(free) == len(parts)
     disk_unit = max(b.disk for b in brokers) / RESOLUTION
     network_unit = max(b.network for b in brokers) / RESOLUTION
-    size = [math.ceil(p.size / disk_unit) for p in parts]
-    flow = [math.ceil(p.throughput / network_unit) for p in parts]
+    size = [math.floor(p.size / disk_unit) for p in parts]
+    flow = [math.floor(p.throughput / network_unit) for p in parts]
     current = [set(held) - {GONE} for held in problem.current]
     # the partitions outside the neighbourhood stay where the heuristic put them: constants of the model
     fixed_disk, fixed_network, fixed_moved = [0] * len(brokers), [0] * len(brokers), 0
@@ -71,8 +81,8 @@ def solve(problem: PlacementProblem) -> Solution:
     network_cap = [
         math.floor(limit / network_unit) - fixed for limit, fixed in zip(problem.network_limit, fixed_network)
     ]
-    disk_full = [math.floor(b.disk / disk_unit) for b in brokers]
-    network_full = [math.floor(b.network / network_unit) for b in brokers]
+    disk_full = [math.ceil(b.disk / disk_unit) for b in brokers]
+    network_full = [math.ceil(b.network / network_unit) for b in brokers]
 
     model = cp_model.CpModel()
     y: dict[tuple[int, int], Any] = {}
@@ -108,6 +118,7 @@ def solve(problem: PlacementProblem) -> Solution:
         "bytes_moved": (moved, disk_unit),
         "utilization": (peak, 1 / UTILIZATION_STEPS),
     }
+    used: list[Any] = []
     if problem.options.objective is Objective.BROKERS:
         used = [model.new_bool_var(f"u{b}") for b in range(len(brokers))]
         for (_, b), var in y.items():
@@ -117,15 +128,33 @@ def solve(problem: PlacementProblem) -> Solution:
         criteria["brokers"] = (cp_model.LinearExpr.sum(used), 1.0)
     phases = [(name, *criteria[name]) for name in ORDER[problem.options.objective]]
 
-    hint = {(p, b) for p, held in enumerate(start.sets) for b in held} if start is not None else None
+    def add_hint(sets: list[list[int]]) -> None:
+        """A complete hint (every variable, the peak and the brokers used too): CP-SAT takes it as its first
+        solution at once; an incomplete one it has to repair."""
+        chosen = {(p, b) for p in free for b in sets[p]}
+        for key, var in y.items():
+            model.add_hint(var, key in chosen)
+        disk_load, network_load = list(fixed_disk), list(fixed_network)
+        for p, b in chosen:
+            disk_load[b] += size[p]
+            network_load[b] += flow[p]
+        steps = max(
+            max(-(-UTILIZATION_STEPS * load // full) for load, full in zip(disk_load, disk_full)),
+            max(-(-UTILIZATION_STEPS * load // full) for load, full in zip(network_load, network_full)),
+        )
+        model.add_hint(peak, min(steps, UTILIZATION_STEPS))
+        hosts = {b for held in sets for b in held}
+        for b, var in enumerate(used):
+            model.add_hint(var, b in hosts)
+
+    hint = start.sets if start is not None else None
     budget = problem.options.time_limit_ms / 1000
     statuses, bounds = [], {}
     best: list[list[int]] | None = None
     for i, (name, expression, unit) in enumerate(phases):
         model.clear_hints()
         if hint is not None:
-            for key, var in y.items():
-                model.add_hint(var, key in hint)
+            add_hint(hint)
         model.minimize(expression)
         solver = deterministic_solver(budget / (len(phases) - i))
         status = solver.solve(model)
@@ -150,9 +179,12 @@ def solve(problem: PlacementProblem) -> Solution:
             else list(start.sets[p])  # type: ignore[union-attr]  # outside a neighbourhood: there is a start
             for p in range(len(parts))
         ]
-        hint = {(p, b) for p, held in enumerate(best) for b in held}
+        hint = best
         model.add(expression <= value)  # hold it for the phases after
     outputs: dict[str, Any] = {"status": dict(zip([name for name, _, _ in phases], statuses))}
+    if best is not None and violations(problem, best):  # the relaxation's answer breaks a real capacity
+        outputs["rounding"] = violations(problem, best)[:3]
+        best = None
     candidates = [sets for sets in (best, start.sets if start is not None else None) if sets is not None]
     if not candidates:
         raise AssignmentError(

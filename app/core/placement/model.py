@@ -265,12 +265,6 @@ def objective_values(problem: PlacementProblem, sets: Sequence[Sequence[int]]) -
     }
 
 
-def objective_vector(problem: PlacementProblem, sets: Sequence[Sequence[int]]) -> tuple[float, ...]:
-    """The lexicographic objective of a placement under the problem's `Objective` (lower is better)."""
-    values = objective_values(problem, sets)
-    return tuple(values[name] for name in ORDER[problem.options.objective])
-
-
 def lower_bounds(problem: PlacementProblem) -> dict[str, float]:
     """Bounds every placement obeys, cheap at any size. Bytes moved: each replica that leaves a broker is copied
     whole onto one where its partition was not, so at least every broker's disk excess leaves, and every replica
