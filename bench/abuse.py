@@ -216,6 +216,12 @@ def tree_rss_mb(pid: int) -> tuple[float, float]:
     return rss(pid), total
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of `pid` (not its children)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
@@ -265,7 +271,9 @@ def main() -> None:
         quiet.join()
         measurer = multiprocessing.get_context("fork").Process(target=measure, args=(url, args.seconds, theirs))
         measurer.start()
+        cpu_before = cpu_seconds(service.pid)
         statuses = asyncio.run(abuse(url, args.seconds, args.senders))
+        server_cpu = cpu_seconds(service.pid) - cpu_before
         latency, measured = ours.recv()
         measurer.join()
         sampling = False
@@ -288,6 +296,7 @@ def main() -> None:
                 f"  {name:8s} {seconds:14s} n={len(ms):5d} p50 {percentile(ms, 50):7.1f} ms  "
                 f"p99 {percentile(ms, 99):7.1f} ms  max {max(ms):7.1f} ms"
             )
+    print(f"  server process CPU under abuse: {server_cpu:.1f} s in {args.seconds:g} s (its event loop's share)")
     print(f"  peak RSS: server {peak[0]:.0f} MB, with workers and embedded Redis {peak[1]:.0f} MB")
     print(f"  5xx other than 503/504: {other_5xx}; service alive at the end: {alive}")
 

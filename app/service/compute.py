@@ -150,7 +150,7 @@ class ComputePool:
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled():
                 self._release(waiter.result())  # handed a worker just as the deadline passed
-            else:
+            elif waiter in self._waiting:  # (a release may have dropped it already)
                 self._waiting.remove(waiter)
             raise
 

@@ -56,8 +56,7 @@ def settings(redis_server) -> Settings:
 
 @pytest.fixture
 async def app(settings):
-    app = create_app(settings)
-    await app.state.compute.start()
+    app = create_app(settings)  # its worker starts with the first request that needs one
     yield app
     await app.state.compute.close()
     await app.state.store.close()
@@ -66,10 +65,17 @@ async def app(settings):
 @pytest.fixture
 async def client(app):
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test", timeout=60) as c:
-        # the worker has imported everything before a test sets a short deadline
-        warm = await c.post("/v1/evaluate", json={"stream": [{"t": {"0": 1}}], "capacity": 1, "algorithms": ["mwf"]})
-        assert warm.status_code == 200, warm.text
         yield c
+
+
+@pytest.fixture
+async def warm(client):
+    """The client, once the worker has started and run a job: a test may then set a short deadline."""
+    response = await client.post(
+        "/v1/evaluate", json={"stream": [{"t": {"0": 1}}], "capacity": 1, "algorithms": ["mwf"]}
+    )
+    assert response.status_code == 200, response.text
+    return client
 
 
 # 1. One small request exhausts memory
@@ -120,7 +126,8 @@ async def test_the_consumer_limit_is_a_setting_and_holds_inside_evaluate(redis_s
 # 2. One request blocks every other client
 
 
-async def test_a_computation_past_its_deadline_is_answered_504_while_health_checks_are_answered(app, client):
+async def test_a_computation_past_its_deadline_is_answered_504_while_health_checks_are_answered(app, warm):
+    client = warm
     app.state.compute.timeout_s = 1.0
     order: list[str] = []
 
@@ -142,7 +149,8 @@ async def test_a_computation_past_its_deadline_is_answered_504_while_health_chec
     assert order == ["health", "evaluate"]  # answered while the evaluation ran, not after
 
 
-async def test_a_full_pool_answers_503_with_retry_after_and_small_assigns_still_run(app, client):
+async def test_a_full_pool_answers_503_with_retry_after_and_small_assigns_still_run(app, warm):
+    client = warm
     app.state.compute.timeout_s = 1.5
     running = asyncio.ensure_future(client.post("/v1/evaluate", json=SLOW_EVALUATE))
     await asyncio.sleep(0.2)

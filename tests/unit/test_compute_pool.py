@@ -99,3 +99,16 @@ async def test_a_job_beyond_the_worker_memory_limit_fails_alone(pool):
     assert refused.value.code is ErrorCode.TOO_MANY_PARTITIONS
     assert await gone_within(worker)  # not trusted after a MemoryError: replaced
     assert await pool.run(pool_jobs.allocate, b"1") == b"\0"
+
+
+async def test_a_wait_cancelled_as_a_worker_is_released_leaves_the_pool_consistent():
+    pool = ComputePool(workers=1, queue=1, timeout_s=30, memory_mb=512)
+    pool._alive = 1  # one worker, busy: a request has to wait
+    waiting = asyncio.ensure_future(pool._checkout())
+    await asyncio.sleep(0)
+    waiting.cancel()  # its deadline passes...
+    worker = object()
+    pool._release(worker)  # ...in the same turn as the busy worker comes back
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert pool._idle == [worker] and not pool._waiting
