@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import re
 import signal
@@ -23,7 +24,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -65,38 +65,73 @@ def committed_records(checkpoint: Path) -> tuple[float, int] | None:
     return commits[-1].stat().st_mtime, sum(int(n) for n in re.findall(r":\s*(\d+)", source_offsets))
 
 
-class Producer(threading.Thread):
-    """`offered` records/s spread over the partitions, in 10 ms ticks; partition 0 can be silenced."""
+class Producer:
+    """`offered` records/s spread over the partitions by `processes` producer processes (one Python thread
+    cannot offer 50 000/s beside the rest), in 10 ms ticks; partition 0 can be silenced."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int, offered: float, record_bytes: int) -> None:
-        super().__init__(daemon=True)
-        from confluent_kafka import Producer as KafkaProducer
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        partitions: int,
+        offered: float,
+        record_bytes: int,
+        processes: int = 2,
+        total: int | None = None,
+    ) -> None:
+        self.silent, self.stopping, self.total = multiprocessing.Event(), multiprocessing.Event(), total
+        self.counts = [multiprocessing.Value("q", 0) for _ in range(partitions)]
+        self.workers = [
+            multiprocessing.Process(
+                target=_produce,
+                args=(bootstrap, topic, range(i, partitions, processes), offered / processes, record_bytes)
+                + (self.silent, self.stopping, self.counts, None if total is None else total // processes),
+                daemon=True,
+            )
+            for i in range(processes)
+        ]
 
-        self.producer = KafkaProducer(
-            {"bootstrap.servers": bootstrap, "linger.ms": 20, "queue.buffering.max.messages": 2_000_000}
-        )
-        self.topic, self.partitions, self.offered, self.value = topic, partitions, offered, b"x" * record_bytes
-        self.produced = [0] * partitions
-        self.silent, self.stopping = threading.Event(), threading.Event()
+    @property
+    def produced(self) -> list[int]:
+        return [count.value for count in self.counts]
 
-    def run(self) -> None:
-        began, due = time.monotonic(), 0.0
-        while not self.stopping.is_set():
-            now = time.monotonic()
-            target = self.offered * (now - began)
-            while due < target:
-                partition = int(due) % self.partitions
-                due += 1
-                if partition == 0 and self.silent.is_set():
-                    continue
-                try:
-                    self.producer.produce(self.topic, value=self.value, partition=partition)
-                    self.produced[partition] += 1
-                except BufferError:
-                    self.producer.poll(0.01)
-            self.producer.poll(0)
-            time.sleep(0.01)
-        self.producer.flush(30)
+    def start(self) -> None:
+        for worker in self.workers:
+            worker.start()
+
+    def join(self) -> None:
+        for worker in self.workers:
+            worker.join(None if self.total else 60)
+
+
+def _produce(bootstrap, topic, partitions, offered, record_bytes, silent, stopping, counts, total) -> None:
+    from confluent_kafka import Producer as KafkaProducer
+
+    producer = KafkaProducer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 20, "queue.buffering.max.messages": 2_000_000}
+    )
+    value, partitions = b"x" * record_bytes, list(partitions)
+    produced = dict.fromkeys(partitions, 0)
+    began, due = time.monotonic(), 0
+    while not stopping.is_set() and (total is None or due < total):
+        target = offered * (time.monotonic() - began) if total is None else total
+        while due < target:
+            partition = partitions[due % len(partitions)]
+            due += 1
+            if partition == 0 and silent.is_set():
+                continue
+            try:
+                producer.produce(topic, value=value, partition=partition)
+                produced[partition] += 1
+            except BufferError:
+                producer.poll(0.01)
+        producer.poll(0)
+        for partition, count in produced.items():
+            counts[partition].value = count
+        time.sleep(0.01)
+    producer.flush(30)
+    for partition, count in produced.items():
+        counts[partition].value = count
 
 
 def stored_rates(url: str, group: str) -> dict[int, float]:
@@ -120,23 +155,38 @@ def measure(source: str, args: argparse.Namespace, bootstrap: str, url: str, wor
         *("--service-group", group, "--master", "local[2]", "--checkpoint-dir", str(checkpoint)),
         *("--window-s", str(args.window_s), "--slide-s", str(args.slide_s), "--trigger-s", str(args.trigger_s)),
     ]
+    reads_records = source != "logdirs"
+    if reads_records and args.backlog:
+        # Capacity: a backlog written before the job starts, read from the earliest offset in its first batch,
+        # with nothing else running (the producer would take CPU from the job on a shared machine).
+        filler = Producer(bootstrap, topic, args.partitions, 1e9, args.record_bytes, total=args.backlog)
+        filler.start()
+        filler.join()
+        command += ["--starting-offsets", "earliest"]
     with open(work / f"job-{source}.log", "wb") as log:
         job = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     producer = Producer(bootstrap, topic, args.partitions, args.offered, args.record_bytes)
     result: dict = {"source": source}
     try:
-        # Start producing once the job writes (Spark's start is not what is measured).
-        deadline = time.monotonic() + 180
-        while not (checkpoint / "commits").exists() and job.poll() is None and time.monotonic() < deadline:
+        # Start producing once the job runs its micro-batches (Spark's start is not what is measured): its
+        # first batch committed, or for logdirs (no checkpoint) its first rates stored.
+        deadline = time.monotonic() + 300
+        while job.poll() is None and time.monotonic() < deadline:
+            if (checkpoint / "commits" / "0").exists() or (source == "logdirs" and stored_rates(url, group)):
+                break
             time.sleep(0.5)
-        if source == "logdirs":  # no checkpoint: it writes as soon as it has two samples
-            time.sleep(2 * args.trigger_s)
+        else:
+            raise SystemExit(f"the {source} job did not start in time: see {work / f'job-{source}.log'}")
+        if reads_records and args.backlog:
+            planned, done = checkpoint / "offsets" / "0", checkpoint / "commits" / "0"
+            result["backlog_rps"] = args.backlog / (done.stat().st_mtime - planned.stat().st_mtime)
         producer.start()
         began = time.monotonic()
         cpu_began, memory, samples, first = cpu_seconds(tree(job.pid)), 0.0, [], None
         while time.monotonic() - began < args.seconds:
             time.sleep(1)
-            memory = max(memory, sum(rss_mb(p) for p in tree(job.pid) if Path(f"/proc/{p}").exists()))
+            sizes = [rss_mb(p) for p in tree(job.pid) if Path(f"/proc/{p}/status").exists()]
+            memory = max(memory, sum(size for size in sizes if size == size))  # NaN: a zombie has no RSS
             if time.monotonic() - began > 2 * args.window_s:  # steady: the window holds only produced records
                 samples.append(stored_rates(url, group))
                 first = first or committed_records(checkpoint)
@@ -147,7 +197,7 @@ def measure(source: str, args: argparse.Namespace, bootstrap: str, url: str, wor
         result["offered_rps"] = sum(producer.produced) / elapsed
         if first and last and last[0] > first[0]:
             result["processed_rps"] = (last[1] - first[1]) / (last[0] - first[0])
-            result["backlog"] = sum(producer.produced) - last[1]
+            result["behind"] = (args.backlog if reads_records else 0) + sum(producer.produced) - last[1]
         per_partition = result["offered_rps"] / args.partitions * args.record_bytes
         errors = [abs(s[p] - per_partition) / per_partition for s in samples for p in s]
         result["rate_error_median"] = statistics.median(errors) if errors else None
@@ -187,6 +237,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60, help="steady production before the rate change")
     parser.add_argument("--offered", type=float, default=50_000, help="records/s the producer offers")
     parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument(
+        "--backlog", type=int, default=1_000_000, help="records written before the job starts, to measure its capacity"
+    )
     parser.add_argument("--record-bytes", type=int, default=500)
     parser.add_argument("--window-s", type=int, default=10)
     parser.add_argument("--slide-s", type=int, default=2)
@@ -205,13 +258,14 @@ def main() -> None:
         f"slide {args.slide_s} s, trigger {args.trigger_s:g} s; two slides = {2 * args.slide_s} s"
     )
     print(
-        f"{'source':<8} {'offered/s':>10} {'processed/s':>12} {'backlog':>9} {'rate err p50':>12} {'p90':>6} "
+        f"{'source':<8} {'backlog/s':>10} {'offered/s':>10} {'processed/s':>12} {'behind':>9} {'rate err p50':>12} {'p90':>6} "
         f"{'change seen':>11} {'settled':>8} {'memory':>8} {'CPU':>6}"
     )
     for r in results:
         print(
-            f"{r['source']:<8} {row(r, 'offered_rps', '{:.0f}'):>10} {row(r, 'processed_rps', '{:.0f}'):>12} "
-            f"{row(r, 'backlog', '{:.0f}'):>9} {row(r, 'rate_error_median', '{:.1%}'):>12} "
+            f"{r['source']:<8} {row(r, 'backlog_rps', '{:.0f}'):>10} {row(r, 'offered_rps', '{:.0f}'):>10} "
+            f"{row(r, 'processed_rps', '{:.0f}'):>12} "
+            f"{row(r, 'behind', '{:.0f}'):>9} {row(r, 'rate_error_median', '{:.1%}'):>12} "
             f"{row(r, 'rate_error_p90', '{:.1%}'):>6} {row(r, 'seen_s', '{:.1f} s'):>11} "
             f"{row(r, 'settled_s', '{:.1f} s'):>8} {row(r, 'memory_mb', '{:.0f} MB'):>8} "
             f"{row(r, 'cpu_s_per_s', '{:.2f}'):>6}"

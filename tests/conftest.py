@@ -1,4 +1,5 @@
-"""Shared fixtures: real servers started by the project's own code (app/local/servers.py)."""
+"""Shared fixtures: real servers started by the project's own code (app/local/servers.py: Valkey; app/local/kafka.py:
+Apache Kafka)."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ class KafkaPartitionRange(InputPartition):
 
 class KafkaSource(DataSource):
     """Options: bootstrap.servers, topics (comma-separated), startingOffsets (earliest | latest),
-    poll.timeout.s (how long a read waits for records the offsets promised, default 10)."""
+    poll.timeout.s (how long a read waits for more of the records the offsets promised, default 10)."""
 
     @classmethod
     def name(cls) -> str:
@@ -102,7 +102,10 @@ class KafkaStreamReader(DataSourceStreamReader):
             deadline = time.monotonic() + self.poll_timeout_s
             done = False
             while not done and time.monotonic() < deadline:
-                for message in consumer.consume(num_messages=5000, timeout=0.5):
+                messages = consumer.consume(num_messages=5000, timeout=0.5)
+                if messages:  # the timeout is for waiting on records that do not come, not for reading many
+                    deadline = time.monotonic() + self.poll_timeout_s
+                for message in messages:
                     error = message.error()
                     if error is not None:
                         if error.code() == KafkaError._PARTITION_EOF:
