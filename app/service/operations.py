@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -24,7 +24,7 @@ from app.codec.wire import PartitionRate, convert
 from app.core.assign import Outcome
 from app.core.errors import AssignmentError, ErrorCode
 from app.core.model import within
-from app.service.assign import INLINE_PARTITIONS, Limits, compute
+from app.service.assign import Limits, compute
 from app.settings import Settings
 from app.sim.history import cadence
 from app.sim.latency import THROUGHPUT_PER_CAPACITY
@@ -179,16 +179,15 @@ class OperationsService:
             request = AssignRequest(algorithm=name, dry_run=True)
             return compute(request, partitions, stored.assignment, stored.capacity, False, self.limits)[0]
 
-        # large groups in a thread, as an assignment is (service.assign)
-        run = asyncio.to_thread if len(partitions) >= INLINE_PARTITIONS else _inline
+        # in a thread: it follows every stored rates, and exact or repack may search for up to their time limit
         try:
-            outcome = await run(size, algorithm)
+            outcome = await asyncio.to_thread(size, algorithm)
         except AssignmentError as exc:
             if exc.code not in (ErrorCode.INVALID_MEMBERS, ErrorCode.INVALID_PARAMETER):
                 raise
             note = f" ({algorithm} cannot size a group without its members, so {FALLBACK_ALGORITHM} did)"
             algorithm = FALLBACK_ALGORITHM
-            outcome = await run(size, algorithm)
+            outcome = await asyncio.to_thread(size, algorithm)
         rate = {(p.topic, p.partition): p.rate for p in partitions}
         loads = {c: sum(rate.get(key, 0.0) for key in held) for c, held in stored.assignment.items() if held}
         overloaded = sorted(c for c, load in loads.items() if not within(load, stored.capacity))
@@ -215,10 +214,6 @@ class OperationsService:
             reason=reason,
             rates_window_end=rates["window_end"],
         )
-
-
-async def _inline(function: Callable[[str], Outcome], name: str) -> Outcome:
-    return function(name)
 
 
 def _measurement(partitions: list[list]) -> Measurement:
