@@ -66,7 +66,7 @@ class OperationsService:
         """Groups whose name contains `contains`, among those the token may read, in name order."""
         names = [
             name
-            for name in await self.store.group_names(limit=1_000_000)
+            for name in await self.store.group_names()
             if contains in name and (allowed is None or name in allowed)
         ]
         now = datetime.now().astimezone()
