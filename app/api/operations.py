@@ -13,6 +13,7 @@ from starlette.responses import FileResponse, RedirectResponse, Response
 
 from app.api.auth import Authenticated, ReadableGroup
 from app.api.routes import _answers, _endpoint, _json
+from app.core.errors import AssignmentError, ErrorCode
 from app.service.operations import OperationsService
 
 UI = Path(__file__).resolve().parents[1] / "ui"
@@ -78,6 +79,8 @@ async def replay_group(
     rebalance_s: float = Query(5.0, ge=0, le=3600),
 ) -> Response:
     names = [name.strip() for name in algorithms.split(",") if name.strip()]
+    if not names:
+        raise AssignmentError(ErrorCode.INVALID_REQUEST, "give at least one algorithm, e.g. ?algorithms=mwf,bfd.")
     return _json(await _operations(request).replay(group, names, windows, latency, consumer_throughput, rebalance_s))
 
 

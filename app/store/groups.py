@@ -299,9 +299,9 @@ class GroupStore:
             windows, partitions = await pipe.execute()
         return int(windows), int(partitions or 0)
 
-    async def group_names(self, limit: int) -> list[str]:
-        """Groups with a stored assignment or stored rates, in name order, at most `limit` (a SCAN: it
-        does not block Redis, and each group's keys are found by their kind after the hash tag)."""
+    async def group_names(self) -> list[str]:
+        """Groups with a stored assignment or stored rates, in name order (a SCAN: it does not block Redis;
+        each group's keys are found by their kind after the hash tag)."""
         names: set[str] = set()
         head = f"{self.prefix}:{{"
         async with unavailable_as_503():
@@ -309,7 +309,7 @@ class GroupStore:
                 tail = f"}}:{kind}"
                 async for key in self.client.scan_iter(match=_glob_escape(head) + "*" + _glob_escape(tail), count=1000):
                     names.add(unquote(key.decode()[len(head) : -len(tail)]))  # group_tag reversed
-        return sorted(names)[:limit]
+        return sorted(names)
 
     async def summaries(self, groups: list[str]) -> list[GroupSummaryFields]:
         """What a listing shows of each group, without its assignment or rates (one round trip)."""

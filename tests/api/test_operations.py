@@ -132,6 +132,8 @@ async def test_replay_is_the_evaluation_on_the_groups_own_windows(client, settin
     assert refused.json()["error"]["details"] == {"windows_that_fit": 2}
     assert fitting.status_code == 200 and fitting.json()["windows"] == 2
 
+    none = await client.get(f"/v1/groups/{group}/replay?algorithms=,")
+    assert none.status_code == 422 and none.json()["error"]["code"] == "invalid_request"
     unknown = await client.get(f"/v1/groups/{group}/replay?algorithms=mwf,nope")
     assert unknown.status_code == 422 and unknown.json()["error"]["code"] == "unknown_algorithm"
     missing = await client.get("/v1/groups/nobody/replay")

@@ -43,11 +43,14 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    """A fresh browser context; the test fails on a script error, an alert, or a request to another host."""
+    """A fresh browser context; the test fails on a script error, a console error, an alert, or a request to
+    another host."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     opened = context.new_page()
     problems: list[str] = []
     opened.on("pageerror", lambda error: problems.append(f"script error: {error}"))
+    # a refused load (Content-Security-Policy, a missing asset) is a console error
+    opened.on("console", lambda message: message.type == "error" and problems.append(f"console: {message.text}"))
     opened.on("dialog", lambda dialog: (problems.append(f"dialog: {dialog.message}"), dialog.dismiss()))
 
     def outside(request) -> None:
@@ -162,9 +165,11 @@ def test_api_docs_render_offline(seeded, page, name, ready):
     shot(page, name)
 
 
-def test_token_field_is_kept_for_the_session(redis_server, tmp_path, page):
+def test_token_field_is_kept_for_the_session(redis_server, tmp_path, browser):
     tokens = json.dumps([{"token": "s3cret", "write": False}])
     service = LiveService(redis_server.url, tmp_path / "service.log", GROUPFIT_AUTH_TOKENS=tokens).start()
+    context = browser.new_context()  # its own: the first load is refused (401) on purpose
+    page = context.new_page()
     try:
         page.goto(f"{service.url}/ui")
         expect(page.locator("[role=alert]")).to_contain_text("unauthorized")
@@ -177,4 +182,5 @@ def test_token_field_is_kept_for_the_session(redis_server, tmp_path, page):
         expect(page.locator("[role=alert]")).to_have_count(0)
         assert page.evaluate("localStorage.length") == 0  # the session's storage only
     finally:
+        context.close()
         service.stop()
