@@ -58,6 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.redis_timeout_s,
         settings.history_limit,
         settings.idempotency_ttl_s,
+        settings.redis_cluster,
     )
     app.state.authorizer = Authorizer(settings.auth_tokens)
     app.state.assigner = AssignService(app.state.store, settings, app.state.metrics)

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import msgspec
-import redis.asyncio as redis
-from redis.exceptions import RedisError
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import RedisClusterException, RedisError
+
+from app.store.connection import connect
 
 _WRITE_VERSION = """
 if ARGV[8] ~= '' then
@@ -80,10 +82,16 @@ class VersionWrite:
 
 
 class GroupStore:
-    def __init__(self, url: str, prefix: str, timeout_s: float, history_limit: int, idempotency_ttl_s: int) -> None:
-        self.client = redis.Redis.from_url(
-            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s, retry_on_timeout=False
-        )
+    def __init__(
+        self,
+        url: str,
+        prefix: str,
+        timeout_s: float,
+        history_limit: int,
+        idempotency_ttl_s: int,
+        cluster: bool = False,
+    ) -> None:
+        self.client = connect(url, cluster, timeout_s)
         self.prefix = prefix
         self.history_limit = history_limit
         self.idempotency_ttl_s = idempotency_ttl_s
@@ -96,8 +104,19 @@ class GroupStore:
         await self.client.aclose()
 
     async def ping(self) -> None:
+        """Redis answers: for a cluster, any primary does (a stopped node costs only its own groups)."""
         async with unavailable_as_503():
-            await self.client.ping()
+            if not isinstance(self.client, RedisCluster):
+                await self.client.ping()
+                return
+            await self.client.initialize()
+            for node in self.client.get_primaries():
+                try:
+                    await self.client.ping(target_nodes=node)
+                    return
+                except (RedisError, OSError):
+                    continue
+            raise RedisClusterException("no primary of the cluster answers")
 
     async def get(self, group: str) -> StoredGroup | None:
         async with unavailable_as_503():
@@ -182,5 +201,5 @@ class GroupStore:
 async def unavailable_as_503() -> AsyncIterator[None]:
     try:
         yield
-    except (RedisError, OSError) as exc:
+    except (RedisError, RedisClusterException, OSError) as exc:
         raise StoreUnavailable(type(exc).__name__) from None
