@@ -28,6 +28,10 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("REDIS_URL", "GROUPFIT_REDIS_URL"),
         description="Redis to keep group state in; unset: an embedded Redis-protocol server is started",
     )
+    redis_cluster: bool = Field(
+        False,
+        description="REDIS_URL is a seed node of a Redis Cluster (also implied by a redis+cluster://h1:p1,h2:p2 URL)",
+    )
     data_dir: Path = Field(Path(".groupfit"), description="where the embedded Redis keeps its data (AOF)")
     redis_timeout_s: float = Field(1.0, gt=0, description="connect and command timeout towards Redis")
     key_prefix: str = Field("groupfit", pattern=r"^[^{}]*$", description="prefix of every Redis key (no braces)")

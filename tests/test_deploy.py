@@ -226,6 +226,18 @@ def test_api_deployment_probes_service_autoscaler_and_budget_agree():
     assert (hpa["scaleTargetRef"]["kind"], hpa["scaleTargetRef"]["name"]) == ("Deployment", "groupfit")
     assert hpa["minReplicas"] >= 2  # with the budget below, a voluntary disruption never takes the API down
     assert by_kind["PodDisruptionBudget", "groupfit"]["spec"]["minAvailable"] < hpa["minReplicas"]
+    assert api["spec"]["replicas"] == hpa["minReplicas"]  # several replicas from the start, as the HPA keeps
+
+
+def test_api_config_map_holds_valid_settings_only():
+    """Every key of the API's ConfigMap is a setting, and the values parse (e.g. GROUPFIT_REDIS_CLUSTER)."""
+    from app.settings import Settings
+
+    config = next(d for d in documents() if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "groupfit")["data"]
+    fields = {name: f"GROUPFIT_{name.upper()}" for name in Settings.model_fields}
+    assert set(config) <= set(fields.values())
+    settings = Settings(**{name: config[env] for name, env in fields.items() if env in config})
+    assert settings.redis_cluster is False and settings.port == 8000
 
 
 def test_consumer_workloads_run_the_client_with_options_it_declares():

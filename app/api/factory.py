@@ -46,6 +46,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        await app.state.store.open()
         await app.state.compute.start()
         yield
         await app.state.compute.close()
@@ -69,6 +70,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.history_limit,
         settings.idempotency_ttl_s,
         RatesWindows(settings.rates_history_limit, settings.rates_history_max_age_s),
+        settings.redis_cluster,
     )
     app.state.authorizer = Authorizer(settings.auth_tokens)
     app.state.compute = ComputePool(

@@ -12,7 +12,9 @@ deletes them too.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -20,8 +22,9 @@ from typing import Any, Literal
 from urllib.parse import unquote
 
 import msgspec
-import redis.asyncio as redis
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
+
+from app.store.connection import Cluster, connect
 
 _WRITE_VERSION = """
 if ARGV[8] ~= '' then
@@ -31,12 +34,15 @@ if ARGV[8] ~= '' then
   end
 end
 local current = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+if redis.call('HGET', KEYS[1], 'write') == ARGV[11] then
+  return {'written', current}
+end
 if current ~= tonumber(ARGV[1]) then
   return {'conflict', current}
 end
 local version = current + 1
 redis.call('HSET', KEYS[1], 'version', version, 'algorithm', ARGV[2], 'capacity', ARGV[3],
-           'assignment', ARGV[4], 'updated_at', ARGV[5])
+           'assignment', ARGV[4], 'updated_at', ARGV[5], 'write', ARGV[11])
 redis.call('LPUSH', KEYS[2], '{"version":' .. version .. ',' .. ARGV[6])
 redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[7]) - 1)
 if ARGV[8] ~= '' then
@@ -53,9 +59,11 @@ return {'written', version}
 """KEYS: state, history, idempotency record, index of the group's idempotency records (scored by when they
 expire). ARGV: expected version, algorithm, capacity, assignment,
 updated_at, history entry without its version, history limit, request fingerprint ('' without an
-Idempotency-Key), answer, idempotency TTL. An idempotency record is looked at first, inside the script,
-so concurrent retries of one request (or a retry of a write whose reply was lost) replay it instead
-of racing the compare-and-set."""
+Idempotency-Key), answer, idempotency TTL, write id (random, one per call). An idempotency record is looked
+at first, inside the script, so concurrent retries of one request (or a retry of a write whose reply was
+lost) replay it instead of racing the compare-and-set. The write id makes the script itself safe to send
+twice: when the client resends it after losing the reply (a cluster client does, after a node error), the
+version it wrote is answered again instead of a conflict with itself."""
 
 
 _DELETE = """
@@ -173,10 +181,9 @@ class GroupStore:
         history_limit: int,
         idempotency_ttl_s: int,
         rates_windows: RatesWindows | None = None,
+        cluster: bool = False,
     ) -> None:
-        self.client = redis.Redis.from_url(
-            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s, retry_on_timeout=False
-        )
+        self.client = connect(url, cluster, timeout_s)
         self.prefix = prefix
         self.history_limit = history_limit
         self.idempotency_ttl_s = idempotency_ttl_s
@@ -188,12 +195,31 @@ class GroupStore:
     def _key(self, group: str, kind: str, idempotency_key: str | None = None) -> str:
         return redis_key(self.prefix, group, kind, idempotency_key)
 
+    async def open(self) -> None:
+        """Read a cluster's slot map before the first request: redis-py's async cluster client can lose
+        connections to commands that race its first initialisation. One server needs nothing; a store that
+        does not answer yet is not an error here (requests without a group work without it)."""
+        if isinstance(self.client, Cluster):
+            with contextlib.suppress(RedisError, RedisClusterException, OSError):
+                await self.client.initialize()
+
     async def close(self) -> None:
-        await self.client.aclose()
+        await (self.client.shutdown() if isinstance(self.client, Cluster) else self.client.aclose())
 
     async def ping(self) -> None:
+        """Redis answers: for a cluster, any primary does (a stopped node costs only its own groups)."""
         async with unavailable_as_503():
-            await self.client.ping()
+            if not isinstance(self.client, Cluster):
+                await self.client.ping()
+                return
+            await self.client.initialize()
+            for node in self.client.get_primaries():
+                try:
+                    await self.client.ping(target_nodes=node)
+                    return
+                except (RedisError, OSError):
+                    continue
+            raise RedisClusterException("no primary of the cluster answers")
 
     async def get(self, group: str) -> StoredGroup | None:
         async with unavailable_as_503():
@@ -234,6 +260,7 @@ class GroupStore:
             replay.fingerprint if replay else "",
             replay.answer if replay else b"",
             self.idempotency_ttl_s,
+            secrets.token_hex(8),
         ]
         record = self._key(group, "idempotency", replay.key if replay else "")
         keys = [self._key(group, "state"), self._key(group, "history"), record, self._key(group, "idempotency")]
@@ -360,5 +387,5 @@ def _glob_escape(text: str) -> str:
 async def unavailable_as_503() -> AsyncIterator[None]:
     try:
         yield
-    except (RedisError, OSError) as exc:
+    except (RedisError, RedisClusterException, OSError) as exc:
         raise StoreUnavailable(type(exc).__name__) from None

@@ -28,9 +28,9 @@ def request_body(**extra):
 
 
 @pytest.fixture
-def settings(redis_server) -> Settings:
+def settings(redis_backend) -> Settings:
     return Settings(
-        redis_url=redis_server.url,
+        redis_url=redis_backend.url,
         history_limit=3,
         max_partitions=1000,
         max_dense_cells=50,
