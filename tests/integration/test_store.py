@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 
+import msgspec
 import pytest
 import redis
 from redis.crc import key_slot
@@ -15,6 +16,7 @@ from app.store.groups import GroupStore, Replay
 pytestmark = pytest.mark.integration
 
 ASSIGNMENT = {"c-1": [("t", 0), ("t", 1)], "c-2": [("t", 2)]}
+RATES = {"partitions": [], "window_end": "2026-11-25T09:00:00Z", "updated_at": "2026-11-25T09:00:01Z"}
 # Names that a careless key encoding would split across slots or let collide: braces, separators, unicode.
 AWKWARD_GROUPS = ["orders", "a{b}c", "{x}", "a:b", "a}b{", "grüße", "x" * 200, "g:{state}"]
 
@@ -36,7 +38,7 @@ def keys_written(backend, prefix: str) -> list[bytes]:
 
 async def write(store: GroupStore, group: str, expected: int, replay: Replay | None = None):
     return await store.write_version(
-        group, expected, "mwf", 100.0, ASSIGNMENT, "2026-11-25T09:00:00Z", {"algorithm": "mwf"}, replay
+        group, expected, "mwf", 100.0, msgspec.json.encode(ASSIGNMENT), "2026-11-25T09:00:00Z", {"algorithm": "mwf"}, replay
     )
 
 
@@ -57,8 +59,8 @@ async def test_compare_and_set_history_idempotency_and_rates(redis_backend):
         for expected in range(2, 8):
             await write(groups, group, expected)
         assert [entry["version"] for entry in await groups.history(group, 100)] == [8, 7, 6, 5, 4]
-        await groups.put_rates(group, {"partitions": [], "window_end": "w"})
-        assert await groups.get_rates(group) == {"partitions": [], "window_end": "w"}
+        await groups.put_rates(group, RATES, 1_764_000_000_000)
+        assert await groups.get_rates(group) == RATES
         replay = await groups.get_replay(group, "key-1")
         assert replay is not None and replay.version == 2
         assert await groups.delete(group) and await groups.get(group) is None and not await groups.delete(group)
@@ -76,9 +78,9 @@ async def test_every_key_of_a_group_is_in_one_hash_slot(redis_backend, group):
     try:
         await write(groups, group, 0, Replay("idem", "fp", b"{}"))
         await write(groups, group, 1)
-        await groups.put_rates(group, {"partitions": []})
+        await groups.put_rates(group, RATES, 1_764_000_000_000)
         found = keys_written(redis_backend, prefix)
-        assert len(found) >= 4, f"state, history, idempotency and rates must all be stored: {found}"
+        assert len(found) >= 7, f"state, history, idempotency (record, index), rates (latest, summary, windows): {found}"
         slots = {key_slot(key) for key in found}
         assert slots == {key_slot(groups._key(group, "state").encode())}, found
     finally:
