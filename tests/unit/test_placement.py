@@ -308,3 +308,16 @@ def test_brokers_filled_exactly_to_capacity_stay_feasible_for_the_exact_model():
     problem = build(brokers, parts, Options())
     plan = place(problem, "exact")
     assert plan.moves == [] and plan.optimal
+
+
+def test_an_exact_answer_above_a_real_capacity_by_rounding_is_mended(monkeypatch):
+    """With a coarse resolution (10 bytes a unit) seven 15-byte replicas weigh 70 of broker 1's 100: the model
+    keeps them all, the real 105 bytes do not fit, and the heuristic's repair moves one."""
+    from app.core.placement import exact
+
+    monkeypatch.setattr(exact, "RESOLUTION", 10)
+    parts = [Partition("t", j, (1,), 15, 1) for j in range(7)]
+    problem = build(brokers3(100.0, racks=False), parts, Options())
+    plan = place(problem, "exact")
+    check_plan(problem, plan)
+    assert plan.outputs["mended"] is True and plan.bytes_moved == 15
