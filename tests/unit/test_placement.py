@@ -208,7 +208,10 @@ def test_fewest_brokers():
 
 
 def test_the_same_input_gives_the_same_plan():
-    problem = random_instance(3, Objective.BALANCE)
+    """Deterministic: one CP-SAT worker, a fixed seed, deterministic time — with a budget the search ends well
+    within, so the wall clock (the one way a busy machine could change an answer) never stops it."""
+    base = random_instance(10, Objective.BALANCE)  # 5 partitions, 3 brokers
+    problem = build(base.brokers, base.partitions, Options(Objective.BALANCE, time_limit_ms=20_000))
     for name in ("heuristic", "exact"):
         first, second = place(problem, name), place(problem, name)
         assert first.replicas == second.replicas and first.moves == second.moves
@@ -305,3 +308,16 @@ def test_brokers_filled_exactly_to_capacity_stay_feasible_for_the_exact_model():
     problem = build(brokers, parts, Options())
     plan = place(problem, "exact")
     assert plan.moves == [] and plan.optimal
+
+
+def test_an_exact_answer_above_a_real_capacity_by_rounding_is_mended(monkeypatch):
+    """With a coarse resolution (10 bytes a unit) seven 15-byte replicas weigh 70 of broker 1's 100: the model
+    keeps them all, the real 105 bytes do not fit, and the heuristic's repair moves one."""
+    from app.core.placement import exact
+
+    monkeypatch.setattr(exact, "RESOLUTION", 10)
+    parts = [Partition("t", j, (1,), 15, 1) for j in range(7)]
+    problem = build(brokers3(100.0, racks=False), parts, Options())
+    plan = place(problem, "exact")
+    check_plan(problem, plan)
+    assert plan.outputs["mended"] is True and plan.bytes_moved == 15

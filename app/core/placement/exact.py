@@ -182,9 +182,13 @@ def solve(problem: PlacementProblem) -> Solution:
         hint = best
         model.add(expression <= value)  # hold it for the phases after
     outputs: dict[str, Any] = {"status": dict(zip([name for name, _, _ in phases], statuses))}
-    if best is not None and violations(problem, best):  # the relaxation's answer breaks a real capacity
-        outputs["rounding"] = violations(problem, best)[:3]
-        best = None
+    if best is not None and violations(problem, best):
+        # the relaxation's answer is above a real capacity by its rounding: the heuristic's repair mends it
+        mended = heuristic.Greedy(problem, start=best)
+        best = (
+            [sorted(held) for held in mended.sets] if mended.repair() and not violations(problem, mended.sets) else None
+        )
+        outputs["mended"] = best is not None
     candidates = [sets for sets in (best, start.sets if start is not None else None) if sets is not None]
     if not candidates:
         raise AssignmentError(
@@ -217,7 +221,8 @@ def solve(problem: PlacementProblem) -> Solution:
     # a criterion is proven when CP-SAT proved it on the whole problem, or when its bound is reached
     solved = dict(zip([name for name, _, _ in phases], statuses))
     optimal = all(
-        (whole and chosen is best and solved.get(name) == "OPTIMAL") or values[name] <= bounds.get(name, -1.0)
+        (whole and chosen is best and "mended" not in outputs and solved.get(name) == "OPTIMAL")
+        or values[name] <= bounds.get(name, -1.0)
         for name in ORDER[problem.options.objective]
     )
     return Solution([sorted(held) for held in chosen], optimal=optimal, bounds=bounds, outputs=outputs)

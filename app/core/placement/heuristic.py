@@ -23,7 +23,7 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 
 from app.core.errors import AssignmentError, ErrorCode
-from app.core.placement.model import GONE, ROUNDING, Objective, PlacementProblem, bytes_moved, lower_bounds
+from app.core.placement.model import GONE, ROUNDING, Objective, PlacementProblem, lower_bounds
 from app.core.placement.solver import Solution, Solver, register
 
 EPSILON = 1e-12
@@ -35,9 +35,13 @@ SWAP_GAIN = 1e-4
 
 
 class Greedy:
-    """A placement being changed: replica sets, broker loads, and each broker's replicas sorted by size."""
+    """A placement being changed: replica sets, broker loads, and each broker's replicas sorted by size. It starts
+    from the current placement, from none (`keep_current=False`), or from `start` (bytes still counted from the
+    current one)."""
 
-    def __init__(self, problem: PlacementProblem, keep_current: bool = True) -> None:
+    def __init__(
+        self, problem: PlacementProblem, keep_current: bool = True, start: list[list[int]] | None = None
+    ) -> None:
         self.problem = problem
         parts = problem.partitions
         self.size = [p.size for p in parts]
@@ -49,14 +53,13 @@ class Greedy:
         self.original = [set(held) - {GONE} for held in problem.current] if keep_current else [set() for _ in parts]
         self.sets: list[list[int]] = [[] for _ in parts]
         self.lifted: list[int] = []  # partitions with a replica to place, once per replica
-        self.moved = 0.0
-        for p, held in enumerate(problem.current):
+        self.moved = 0.0  # bytes copied so far: kept current replicas cost nothing
+        for p, held in enumerate(problem.current if start is None else start):
             for b in held:
                 if not keep_current or b == GONE or not self.rack_free(p, b):
                     self.lifted.append(p)
                 else:
                     self.add(p, b)
-        self.moved = bytes_moved(problem, self.sets) if keep_current else 0.0
         self.budget = problem.options.max_bytes_moved
 
     def rack_free(self, p: int, b: int, leaving: int = GONE) -> bool:
