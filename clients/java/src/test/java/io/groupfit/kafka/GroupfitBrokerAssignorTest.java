@@ -72,7 +72,7 @@ class GroupfitBrokerAssignorTest {
 
     @Test
     void aKnownGroupGetsTheServicesAnswerKeyedByInstanceId() {
-        assignor.remember(Map.of("a", "g1"), Map.of(TOPIC, "orders"));
+        assignor.remember(Map.of("a", "g1", "b", "g1"), Map.of(TOPIC, "orders"));
         GroupAssignment assignment = assignor.assign(spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4));
         assertEquals(Map.of("a", Set.of(0), "b", Set.of(1, 2, 3)), owned(assignment));
         assertEquals("service", assignor.lastReport().source());
@@ -87,7 +87,7 @@ class GroupfitBrokerAssignorTest {
         assignor.configure(Map.of(GroupfitBrokerAssignor.URL, service.url(), GroupfitBrokerAssignor.CAPACITY, "100",
                 GroupfitBrokerAssignor.TIMEOUT_MS, "20", "listeners", "PLAINTEXT://127.0.0.1:1"));
         assignor.warm.get();
-        assignor.remember(Map.of("a", "g1"), Map.of(TOPIC, "orders"));
+        assignor.remember(Map.of("a", "g1", "b", "g1"), Map.of(TOPIC, "orders"));
         assignor.assign(spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4)); // warms the rates cache
         for (int i = 0; i < 100 && !assignor.latest.containsKey("g1"); i++) {
             Thread.sleep(20); // its answer, on time or late, is kept
