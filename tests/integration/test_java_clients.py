@@ -267,8 +267,9 @@ def kip848(java_build, redis_server, tmp_path_factory) -> Iterator[tuple[ApacheK
             "groupfit.capacity": 100,
             # The coordinator's own thread runs the assignor, as without KIP-1263's offload.
             "group.consumer.assignor.offload.enable": "false",
-            # The bound is 20 ms by default; two loaded shared cores answer slower now and then.
-            "groupfit.assign.timeout.ms": 500,
+            # The bound is 20 ms by default; on two shared cores under other jobs' load the service's answer takes
+            # up to a second. What is tested here is where the target comes from; bench/java_rebalance.py times it.
+            "groupfit.assign.timeout.ms": 2000,
         },
     ).start()
     yield broker, service

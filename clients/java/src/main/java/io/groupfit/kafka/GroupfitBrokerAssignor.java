@@ -408,6 +408,6 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
     public void close() {
         background.shutdownNow();
         calls.shutdownNow();
-        Optional.ofNullable(admin).ifPresent(a -> a.close(Duration.ofSeconds(5)));
+        Optional.ofNullable(admin).ifPresent(a -> a.close(Duration.ZERO)); // pending look-ups are of no use any more
     }
 }

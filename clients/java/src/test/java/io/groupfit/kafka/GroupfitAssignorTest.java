@@ -112,7 +112,7 @@ class GroupfitAssignorTest {
     @Test
     void aSlowServiceFallsBackWithinTheTimeout() {
         service.ratesFor("t", 6, 10);
-        service.delayMs = 3000;
+        service.delayMs = 1500;
         GroupfitAssignor assignor = assignor("eager", 200);
         long started = System.nanoTime();
         GroupAssignment assignment = assignor.assign(cluster("t", 6), new GroupSubscription(Map.of(

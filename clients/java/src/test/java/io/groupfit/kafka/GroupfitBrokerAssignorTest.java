@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -11,10 +12,7 @@ import java.util.TreeMap;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.coordinator.group.api.assignor.GroupAssignment;
 import org.apache.kafka.coordinator.group.api.assignor.GroupSpec;
-import org.apache.kafka.coordinator.group.api.assignor.MemberAssignment;
-import org.apache.kafka.coordinator.group.api.assignor.MemberSubscription;
 import org.apache.kafka.coordinator.group.api.assignor.SubscribedTopicDescriber;
-import org.apache.kafka.coordinator.group.api.assignor.SubscriptionType;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -22,55 +20,16 @@ import org.junit.jupiter.api.Test;
 class GroupfitBrokerAssignorTest {
     static final Uuid TOPIC = new Uuid(1, 2);
 
-    /** A group spec as the coordinator builds it: members subscribed to TOPIC, with their current partitions. */
-    record Spec(Map<String, Set<Integer>> current) implements GroupSpec {
-        public java.util.Collection<String> memberIds() {
-            return current.keySet();
-        }
-
-        public SubscriptionType subscriptionType() {
-            return SubscriptionType.HOMOGENEOUS;
-        }
-
-        public boolean isPartitionAssigned(Uuid topicId, int partition) {
-            return current.values().stream().anyMatch(ps -> ps.contains(partition));
-        }
-
-        public boolean isPartitionAssignable(Uuid topicId, int partition) {
-            return true;
-        }
-
-        public MemberSubscription memberSubscription(String memberId) {
-            return new MemberSubscription() {
-                public Optional<String> rackId() {
-                    return Optional.empty();
-                }
-
-                public Optional<String> instanceId() {
-                    return Optional.of("instance-" + memberId);
-                }
-
-                public Set<Uuid> subscribedTopicIds() {
-                    return Set.of(TOPIC);
-                }
-            };
-        }
-
-        public MemberAssignment memberAssignment(String memberId) {
-            return () -> Map.of(TOPIC, current.get(memberId));
-        }
+    /** Members subscribed to TOPIC, holding `current` partitions of it, with instance ids "instance-" + member id. */
+    static GroupSpec spec(Map<String, Set<Integer>> current) {
+        Map<String, Map<Uuid, Set<Integer>>> held = new HashMap<>();
+        current.forEach((member, partitions) -> held.put(member, Map.of(TOPIC, partitions)));
+        return new FakeGroupSpec(List.copyOf(current.keySet()), Set.of(TOPIC), held,
+                member -> Optional.of("instance-" + member));
     }
 
     static SubscribedTopicDescriber topic(int partitions) {
-        return new SubscribedTopicDescriber() {
-            public int numPartitions(Uuid topicId) {
-                return topicId.equals(TOPIC) ? partitions : -1;
-            }
-
-            public Set<String> racksForPartition(Uuid topicId, int partition) {
-                return Set.of();
-            }
-        };
+        return FakeGroupSpec.topics(partitions);
     }
 
     static Map<String, Set<Integer>> owned(GroupAssignment assignment) {
@@ -103,7 +62,7 @@ class GroupfitBrokerAssignorTest {
 
     @Test
     void anUnknownGroupGetsABalancedStickyAssignmentAtOnce() {
-        Spec spec = new Spec(Map.of("a", Set.of(0, 1, 2, 3), "b", Set.of(), "c", Set.of()));
+        GroupSpec spec = spec(Map.of("a", Set.of(0, 1, 2, 3), "b", Set.of(), "c", Set.of()));
         GroupAssignment assignment = assignor.assign(spec, topic(5));
         assertEquals(Map.of("a", Set.of(0, 1), "b", Set.of(2, 4), "c", Set.of(3)), owned(assignment));
         assertEquals("fallback", assignor.lastReport().source());
@@ -113,8 +72,8 @@ class GroupfitBrokerAssignorTest {
 
     @Test
     void aKnownGroupGetsTheServicesAnswerKeyedByInstanceId() {
-        assignor.remember(Map.of("a", "g1"), Map.of(TOPIC, "orders"));
-        GroupAssignment assignment = assignor.assign(new Spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4));
+        assignor.remember(Map.of("a", "g1", "b", "g1"), Map.of(TOPIC, "orders"));
+        GroupAssignment assignment = assignor.assign(spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4));
         assertEquals(Map.of("a", Set.of(0), "b", Set.of(1, 2, 3)), owned(assignment));
         assertEquals("service", assignor.lastReport().source());
         var sent = service.assignRequests.get(0);
@@ -128,20 +87,20 @@ class GroupfitBrokerAssignorTest {
         assignor.configure(Map.of(GroupfitBrokerAssignor.URL, service.url(), GroupfitBrokerAssignor.CAPACITY, "100",
                 GroupfitBrokerAssignor.TIMEOUT_MS, "20", "listeners", "PLAINTEXT://127.0.0.1:1"));
         assignor.warm.get();
-        assignor.remember(Map.of("a", "g1"), Map.of(TOPIC, "orders"));
-        assignor.assign(new Spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4)); // warms the rates cache
+        assignor.remember(Map.of("a", "g1", "b", "g1"), Map.of(TOPIC, "orders"));
+        assignor.assign(spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4)); // warms the rates cache
         for (int i = 0; i < 100 && !assignor.latest.containsKey("g1"); i++) {
             Thread.sleep(20); // its answer, on time or late, is kept
         }
         service.delayMs = 300;
-        GroupAssignment first = assignor.assign(new Spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4));
+        GroupAssignment first = assignor.assign(spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4));
         assertEquals("fallback", assignor.lastReport().source());
         assertTrue(assignor.lastReport().micros() < 200_000, "held " + assignor.lastReport().micros() + " µs");
         // The newest answer groupfit gave for these members (from the warm-up call above) is kept.
         assertEquals(Map.of("a", Set.of(0), "b", Set.of(1, 2, 3)), owned(first));
         Thread.sleep(600); // the late answer arrives
         Map<String, Set<Integer>> before = new HashMap<>(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3), "c", Set.of()));
-        GroupAssignment next = assignor.assign(new Spec(before), topic(4));
+        GroupAssignment next = assignor.assign(spec(before), topic(4));
         // c joined: balanced counts over the late answer (a: 0, b: 1 2 3), so c takes one of b's.
         assertEquals(Map.of("a", Set.of(0), "b", Set.of(1, 2), "c", Set.of(3)), owned(next));
     }

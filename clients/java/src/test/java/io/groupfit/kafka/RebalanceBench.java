@@ -21,10 +21,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.coordinator.group.api.assignor.GroupAssignment;
 import org.apache.kafka.coordinator.group.api.assignor.GroupSpec;
-import org.apache.kafka.coordinator.group.api.assignor.MemberAssignment;
-import org.apache.kafka.coordinator.group.api.assignor.MemberSubscription;
 import org.apache.kafka.coordinator.group.api.assignor.SubscribedTopicDescriber;
-import org.apache.kafka.coordinator.group.api.assignor.SubscriptionType;
 
 /**
  * The time the assignors add to a rebalance (bench/java_rebalance.py runs it against a live service): the classic
@@ -163,16 +160,8 @@ public final class RebalanceBench {
             if (known) {
                 assignor.remember(Map.of(members.get(0), group), names);
             }
-            GroupSpec spec = spec(members, names.keySet(), current);
-            SubscribedTopicDescriber describer = new SubscribedTopicDescriber() {
-                public int numPartitions(Uuid topicId) {
-                    return PER_TOPIC;
-                }
-
-                public Set<String> racksForPartition(Uuid topicId, int partition) {
-                    return Set.of();
-                }
-            };
+            GroupSpec spec = new FakeGroupSpec(members, names.keySet(), current, member -> Optional.empty());
+            SubscribedTopicDescriber describer = FakeGroupSpec.topics(PER_TOPIC);
             long started = System.nanoTime();
             long startedCpu = THREADS.getCurrentThreadCpuTime();
             GroupAssignment result = assignor.assign(spec, describer);
@@ -182,47 +171,6 @@ public final class RebalanceBench {
                 result.members().forEach((member, assignment) -> current.put(member, assignment.partitions()));
             }
             return new Run(nanos, cpuNanos, assignor.lastReport().source());
-        };
-    }
-
-    static GroupSpec spec(List<String> members, Set<Uuid> topics, Map<String, Map<Uuid, Set<Integer>>> current) {
-        return new GroupSpec() {
-            public java.util.Collection<String> memberIds() {
-                return members;
-            }
-
-            public SubscriptionType subscriptionType() {
-                return SubscriptionType.HOMOGENEOUS;
-            }
-
-            public boolean isPartitionAssigned(Uuid topicId, int partition) {
-                return false;
-            }
-
-            public boolean isPartitionAssignable(Uuid topicId, int partition) {
-                return true;
-            }
-
-            public MemberSubscription memberSubscription(String memberId) {
-                return new MemberSubscription() {
-                    public Optional<String> rackId() {
-                        return Optional.empty();
-                    }
-
-                    public Optional<String> instanceId() {
-                        return Optional.empty();
-                    }
-
-                    public Set<Uuid> subscribedTopicIds() {
-                        return topics;
-                    }
-                };
-            }
-
-            public MemberAssignment memberAssignment(String memberId) {
-                Map<Uuid, Set<Integer>> mine = current.getOrDefault(memberId, Map.of());
-                return () -> mine;
-            }
         };
     }
 }

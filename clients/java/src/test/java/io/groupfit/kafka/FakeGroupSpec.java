@@ -1,0 +1,75 @@
+package io.groupfit.kafka;
+
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.function.Function;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.coordinator.group.api.assignor.GroupSpec;
+import org.apache.kafka.coordinator.group.api.assignor.MemberAssignment;
+import org.apache.kafka.coordinator.group.api.assignor.MemberSubscription;
+import org.apache.kafka.coordinator.group.api.assignor.SubscribedTopicDescriber;
+import org.apache.kafka.coordinator.group.api.assignor.SubscriptionType;
+
+/**
+ * A group spec as the coordinator builds it, for tests and the benchmark: every member subscribes to `topics`,
+ * holds `current`, and has the instance id `instanceId` gives it.
+ */
+record FakeGroupSpec(
+        List<String> members,
+        Set<Uuid> topics,
+        Map<String, Map<Uuid, Set<Integer>>> current,
+        Function<String, Optional<String>> instanceId) implements GroupSpec {
+
+    public Collection<String> memberIds() {
+        return members;
+    }
+
+    public SubscriptionType subscriptionType() {
+        return SubscriptionType.HOMOGENEOUS;
+    }
+
+    public boolean isPartitionAssigned(Uuid topicId, int partition) {
+        return current.values().stream().anyMatch(held -> held.getOrDefault(topicId, Set.of()).contains(partition));
+    }
+
+    public boolean isPartitionAssignable(Uuid topicId, int partition) {
+        return true;
+    }
+
+    public MemberSubscription memberSubscription(String memberId) {
+        return new MemberSubscription() {
+            public Optional<String> rackId() {
+                return Optional.empty();
+            }
+
+            public Optional<String> instanceId() {
+                return instanceId.apply(memberId);
+            }
+
+            public Set<Uuid> subscribedTopicIds() {
+                return topics;
+            }
+        };
+    }
+
+    public MemberAssignment memberAssignment(String memberId) {
+        Map<Uuid, Set<Integer>> held = current.getOrDefault(memberId, Map.of());
+        return () -> held;
+    }
+
+    /** Every topic has `partitions` partitions. */
+    static SubscribedTopicDescriber topics(int partitions) {
+        return new SubscribedTopicDescriber() {
+            public int numPartitions(Uuid topicId) {
+                return partitions;
+            }
+
+            public Set<String> racksForPartition(Uuid topicId, int partition) {
+                return Set.of();
+            }
+        };
+    }
+}
