@@ -213,7 +213,9 @@ class AssignService:
         if previous is None:
             previous = stored.assignment if stored else {}
         capacity = capacity_of(request, stored.capacity if stored else None)
-        job = AssignJob(request, list(partitions), previous, capacity, dense, self.limits, body or b"")
+        # the partitions and previous assignment travel once, beside the request
+        lean = msgspec.structs.replace(request, partitions=None, previous=None)
+        job = AssignJob(lean, list(partitions), previous, capacity, dense, self.limits, body or b"")
         size = len(partitions) + len(request.members or ()) + sum(map(len, previous.values()))
         if request.algorithm in CHEAP_ALGORITHMS and size <= self.inline_partitions:
             computed = run_job(job)
