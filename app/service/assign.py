@@ -226,7 +226,9 @@ class AssignService:
         if previous is None:
             previous = stored.assignment if stored else {}
         capacity = capacity_of(request, stored.capacity if stored else None)
-        job = AssignJob(request, list(partitions), previous, capacity, dense, self.limits, body or b"")
+        # the partitions and previous assignment travel once, beside the request
+        lean = msgspec.structs.replace(request, partitions=None, previous=None)
+        job = AssignJob(lean, list(partitions), previous, capacity, dense, self.limits, body or b"")
         computed = await self.run(job, gone)
         if self.observer is not None:
             self.observer.computed(computed.algorithm, computed.seconds)

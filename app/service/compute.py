@@ -1,9 +1,10 @@
 """A bounded pool of worker processes for the computations that may take long, so the event loop (health
 checks, small assignments, Redis round trips) never waits on one.
 
-- At most `workers` processes, each started when first needed (a fresh interpreter: nothing of the
-  server's threads or sockets is inherited) and kept; at most `queue` more requests wait for one; beyond that a request is
-  refused at once: 503 `compute_busy`, with Retry-After.
+- At most `workers` processes, started with the server or when first needed (fresh interpreters: nothing
+  of the server's threads or sockets is inherited) and kept; at most `queue` more requests wait for one;
+  beyond that a request is refused at once: 503 `compute_busy`, with Retry-After. A worker's start is not
+  counted in a request's deadline.
 - Every computation has a deadline, its wait for a worker included. Past it the request gets 504
   `compute_timeout` and its worker is killed and replaced, so abandoned work stops taking a core; the same
   when the client goes away first.
@@ -41,10 +42,10 @@ Job = Callable[[bytes], bytes]
 _LENGTH = struct.Struct("!Q")
 _OK, _REFUSED, _OUT_OF_MEMORY, _FAILED = range(4)
 NICE = 19
+"""Workers run at the lowest CPU priority, so on a machine whose cores they fill the server's event loop
+(health checks, small assignments) still gets a core when it needs one."""
 STARTUP_S = 60.0
 """How long a worker may take to start (a fresh interpreter importing the jobs' modules)."""
-"""Workers run at a lower CPU priority than the server, so on a machine whose cores they fill the event
-loop (health checks, small assignments) still gets a core when it needs one."""
 
 
 class ComputePool:
@@ -63,11 +64,6 @@ class ComputePool:
         self._admitted = 0  # requests running or waiting
         self._replacing: set[asyncio.Task[None]] = set()
         self._closed = False
-
-    @property
-    def busy(self) -> int:
-        """Requests running or waiting for a worker."""
-        return self._admitted
 
     async def run(self, job: Job, payload: bytes, gone: Callable[[], Awaitable[Any]] | None = None) -> bytes:
         """`job(payload)` in a worker, within the deadline; `gone()` returns when the client has gone away."""
