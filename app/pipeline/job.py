@@ -130,13 +130,19 @@ class ServiceSink:
         from app.pipeline.source import end_offsets
 
         started = time.perf_counter()
-        self.book.update(row.asDict() for row in batch.collect())
+        rows = [row.asDict() for row in batch.collect()]
+        self.book.update(rows)
+        # A window is complete once the records read have passed its end, and the newest record read is at or
+        # after the latest window start in this batch. By the wall clock alone, a lagging batch (a loaded
+        # cluster) would report a window whose last seconds are still unread, and under-count it.
+        latest_start = max((_utc(row["window_start"]) for row in rows), default=None)
+        now = dt.datetime.now(dt.UTC) if latest_start is None else min(dt.datetime.now(dt.UTC), latest_start)
         partitions = [
             (t, int(p))
             for key in end_offsets(self.options.bootstrap_servers, self.options.topics, "latest")
             for t, _, p in [key.rpartition("/")]
         ]
-        rates, window_end = self.book.rates(dt.datetime.now(dt.UTC), partitions)
+        rates, window_end = self.book.rates(now, partitions)
         if window_end is None:
             return  # no complete window yet
         try:
