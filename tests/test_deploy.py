@@ -303,7 +303,7 @@ def test_deploy_runs_the_kafka_and_the_connector_the_tests_run():
     application = next(d for d in documents() if d["kind"] == "SparkApplication")["spec"]
     assert job[job.index("--packages") + 1] == coordinates
     assert application["deps"]["packages"] == [coordinates]
-    assert f"--packages {coordinates}" in (ROOT / "deploy" / "spark" / "submit.sh").read_text()
+    assert f"SPARK_KAFKA_PACKAGES-{coordinates}}}" in (ROOT / "deploy" / "spark" / "submit.sh").read_text()
     # The connector is the job's default source; the files say so anyway, so a changed default cannot move them.
     assert parse_rates_job(["--topics", "t"]).source == "kafka"
 
