@@ -258,9 +258,8 @@ def _neighbourhood(problem: PlacementProblem, start: heuristic.Greedy | None) ->
 register(
     Solver(
         name="exact",
-        description="CP-SAT: feasibility, then bytes moved and balance (or fewest brokers) lexicographically; "
-        "proves optimality and reports bounds.",
+        description="CP-SAT over seed 003's Basic Model: feasibility, then the objective's criteria "
+        "lexicographically; proves optimality and reports bounds",
         solve=solve,
-        source="Constraint Based Kafka Partition Balancing (Basic Model, Objectives)",
     )
 )
