@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from app.core.placement.solver import solvers
+
 DEFAULT_NETWORK = 125_000_000.0  # bytes/s: a 1 Gbit/s link
 
 
@@ -19,7 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     # only with --bootstrap-servers (a request file carries its own solver and options); None: not given
     live = parser.add_argument_group("with --bootstrap-servers")
     live.add_argument("--topics", help="comma-separated topics (default: every topic but the internal ones)")
-    live.add_argument("--solver", choices=["heuristic", "exact"], help="default: heuristic")
+    live.add_argument(
+        "--solver",
+        choices=sorted(solvers()),
+        help="; ".join(f"{s.name}: {s.description}" for s in solvers().values()) + " (default: heuristic)",
+    )
     live.add_argument("--objective", choices=["moves", "balance", "brokers"], help="default: moves")
     live.add_argument("--time-limit-ms", type=int, help="the exact solver's budget (default 1000)")
     live.add_argument("--max-bytes-moved", type=float, help="most bytes the plan may copy")

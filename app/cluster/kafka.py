@@ -79,7 +79,7 @@ def read_cluster(
             resource.name: float(future.result(TIMEOUT_S)["retention.ms"].value) for resource, future in configs.items()
         }
     except KafkaException as exc:
-        raise ClusterError(f"the cluster at {bootstrap} did not answer: {exc.args[0]}") from None
+        raise ClusterError(f"reading the cluster at {bootstrap} failed: {exc.args[0]}") from None
     sizes, totals = _log_dirs(bootstrap, [d.name for d in described])
     brokers = []
     for node in sorted(nodes, key=lambda n: n.id):

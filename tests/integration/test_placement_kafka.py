@@ -22,7 +22,7 @@ RECORDS = 600
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    with ApacheKafka(tmp_path_factory.mktemp("kafka3"), brokers=3, racks=("a", "b", "c"), heap="256m") as kafka:
+    with ApacheKafka(tmp_path_factory.mktemp("kafka3"), brokers=3, racks=("a", "b", "c")) as kafka:
         yield kafka
 
 
@@ -133,3 +133,10 @@ def test_a_skewed_cluster_is_planned_executed_and_verified(cluster, tmp_path, ca
     # no record lost
     for topic, values in produced.items():
         assert sorted(consume(bootstrap, topic, len(values))) == sorted(values)
+
+
+def test_an_unknown_topic_is_named_and_nothing_is_planned(cluster, capsys):
+    status = main(["placement", "--bootstrap-servers", cluster.bootstrap_servers, "--topics", "no-such-topic"])
+    captured = capsys.readouterr()
+    assert status == 1 and captured.out == ""
+    assert "reading the cluster" in captured.err and "UNKNOWN_TOPIC" in captured.err.upper()

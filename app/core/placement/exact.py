@@ -211,7 +211,7 @@ def solve(problem: PlacementProblem) -> Solution:
                 break
     outputs["kept_heuristic"] = chosen is not best
     values = objective_values(problem, chosen)
-    # the integer model's bounds, never above what is reached (sizes were rounded up)
+    # the relaxation's bounds; a later phase's holds given the phases before it, so never above what is reached
     bounds = {name: min(bound, values[name]) for name, bound in bounds.items()}
     for name, bound in lower_bounds(problem).items():  # the bounds any placement obeys, also at scale
         if name in values:
@@ -258,9 +258,8 @@ def _neighbourhood(problem: PlacementProblem, start: heuristic.Greedy | None) ->
 register(
     Solver(
         name="exact",
-        description="CP-SAT: feasibility, then bytes moved and balance (or fewest brokers) lexicographically; "
-        "proves optimality and reports bounds.",
+        description="CP-SAT over seed 003's Basic Model: feasibility, then the objective's criteria "
+        "lexicographically; proves optimality and reports bounds",
         solve=solve,
-        source="Constraint Based Kafka Partition Balancing (Basic Model, Objectives)",
     )
 )

@@ -281,8 +281,8 @@ def solve(problem: PlacementProblem) -> Solution:
 register(
     Solver(
         name="heuristic",
-        description="Greedy repair of overloaded brokers and rack violations, then peak-lowering moves, least bytes first.",
+        description="greedy repair of overloaded brokers and rack violations, then moves and swaps that lower the "
+        "peak, least bytes first (seed 003's Basic Model)",
         solve=solve,
-        source="Constraint Based Kafka Partition Balancing (Basic Model, Objectives); Worst Fit placement",
     )
 )

@@ -1,5 +1,5 @@
 """The replica placement solvers' interface and registry, in the style of app/core/algorithm.py: a solver is a
-name, a description, its source and a pure function from the problem to a solution. Each solver is one module
+name, a description (its source cited) and a pure function from the problem to a solution. Each solver is one module
 of this package that calls `register`; `SOLVER_MODULES` lists them.
 """
 
@@ -32,7 +32,6 @@ class Solver:
     name: str
     description: str
     solve: Callable[[PlacementProblem], Solution]
-    source: str = ""
 
 
 _REGISTRY: dict[str, Solver] = {}
