@@ -9,7 +9,7 @@ checks, small assignments, Redis round trips) never waits on one.
   `compute_timeout` and its worker is killed and replaced, so abandoned work stops taking a core; the same
   when the client goes away first.
 - Each worker runs under an address-space limit, so a computation that would need more fails alone, and at
-  a lower CPU priority than the server.
+  a lower CPU priority than the server (NICE).
 
 A job is a module-level function from bytes to bytes (named by module and name, so only bytes cross the
 socket); an AssignmentError it raises is raised again here, with its code.
@@ -41,9 +41,10 @@ Job = Callable[[bytes], bytes]
 
 _LENGTH = struct.Struct("!Q")
 _OK, _REFUSED, _OUT_OF_MEMORY, _FAILED = range(4)
-NICE = 19
-"""Workers run at the lowest CPU priority, so on a machine whose cores they fill the server's event loop
-(health checks, small assignments) still gets a core when it needs one."""
+NICE = 10
+"""Workers run at a lower CPU priority than the server (weight 110 against 1024), so on cores they fill the
+server's event loop (health checks, small assignments) still gets one when it needs it; not the lowest, so
+they are not starved by other programs on a shared machine."""
 STARTUP_S = 60.0
 """How long a worker may take to start (a fresh interpreter importing the jobs' modules)."""
 
