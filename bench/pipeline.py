@@ -101,7 +101,8 @@ class Producer:
 
     def join(self) -> None:
         for worker in self.workers:
-            worker.join(None if self.total else 60)
+            if worker.pid is not None:  # started
+                worker.join(None if self.total else 60)
 
 
 def _produce(bootstrap, topic, partitions, offered, record_bytes, silent, stopping, counts, total) -> None:
@@ -170,7 +171,7 @@ def measure(source: str, args: argparse.Namespace, bootstrap: str, url: str, wor
     try:
         # Start producing once the job runs its micro-batches (Spark's start is not what is measured): its
         # first batch committed, or for logdirs (no checkpoint) its first rates stored.
-        deadline = time.monotonic() + 300
+        deadline = time.monotonic() + 900
         while job.poll() is None and time.monotonic() < deadline:
             if (checkpoint / "commits" / "0").exists() or (source == "logdirs" and stored_rates(url, group)):
                 break
@@ -238,7 +239,7 @@ def main() -> None:
     parser.add_argument("--offered", type=float, default=50_000, help="records/s the producer offers")
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument(
-        "--backlog", type=int, default=1_000_000, help="records written before the job starts, to measure its capacity"
+        "--backlog", type=int, default=300_000, help="records written before the job starts, to measure its capacity"
     )
     parser.add_argument("--record-bytes", type=int, default=500)
     parser.add_argument("--window-s", type=int, default=10)

@@ -355,7 +355,7 @@ class ApacheKafka:
 
     def _wait_until_ready(self, deadline: float) -> None:
         """Until every broker is in the metadata a client gets, failing at once if a node exits."""
-        from confluent_kafka import KafkaException
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
         from confluent_kafka.admin import AdminClient
 
         # log_level 0: librdkafka's connection-refused lines while the broker starts are expected.
@@ -375,17 +375,24 @@ class ApacheKafka:
                 raise KafkaSetupError(f"Apache Kafka did not answer metadata in time.\n{self.logs_tail()}")
             time.sleep(0.2)
         # The group coordinator creates __consumer_offsets on the first group request and answers "not
-        # coordinator" until it has loaded: ask now, so a caller's first commit or join never meets that.
-        # DescribeGroups, not OffsetFetch: librdkafka's admin OffsetFetch crashes on a "loading" answer.
-        while True:
-            # exception(), not result(): a raised error's traceback would keep this frame, and the admin client
-            # with it, alive until interpreter exit, where librdkafka's teardown can hang.
-            probe = admin.describe_consumer_groups(["groupfit-broker-ready"], request_timeout=5)
-            if probe["groupfit-broker-ready"].exception() is None:
-                return
-            if time.monotonic() > deadline:
-                raise KafkaSetupError(f"Apache Kafka's group coordinator did not start in time.\n{self.logs_tail()}")
-            time.sleep(0.2)
+        # coordinator" until it has loaded: ask now, so a caller's first commit or join never meets that. A
+        # consumer asks (OffsetFetch through its group coordinator): librdkafka's admin OffsetFetch and
+        # DescribeGroups crashed the process on a coordinator still loading.
+        probe = Consumer({"bootstrap.servers": self.bootstrap_servers, "group.id": "groupfit-ready", "log_level": 0})
+        try:
+            while True:
+                try:
+                    probe.committed([TopicPartition("groupfit-ready", 0)], timeout=5)
+                    return
+                except KafkaException:
+                    pass
+                if time.monotonic() > deadline:
+                    raise KafkaSetupError(
+                        f"Apache Kafka's group coordinator did not start in time.\n{self.logs_tail()}"
+                    )
+                time.sleep(0.2)
+        finally:
+            probe.close()
 
     def stop(self, timeout: float = 30.0) -> None:
         """SIGTERM (a clean shutdown) to the brokers, then to the controller they report to; SIGKILL what outlives
