@@ -65,9 +65,7 @@ class OperationsService:
     async def groups(self, allowed: frozenset[str] | None, contains: str, limit: int) -> GroupList:
         """Groups whose name contains `contains`, among those the token may read, in name order."""
         names = [
-            name
-            for name in await self.store.group_names()
-            if contains in name and (allowed is None or name in allowed)
+            name for name in await self.store.group_names() if contains in name and (allowed is None or name in allowed)
         ]
         now = datetime.now().astimezone()
         summaries = [
