@@ -330,11 +330,11 @@ class GroupStore:
         """Groups with a stored assignment or stored rates, in name order (a SCAN: it does not block Redis;
         each group's keys are found by their kind after the hash tag)."""
         names: set[str] = set()
-        head = f"{self.prefix}:{{"
         async with unavailable_as_503():
             for kind in ("state", "rates_summary"):
-                tail = f"}}:{kind}"
-                async for key in self.client.scan_iter(match=_glob_escape(head) + "*" + _glob_escape(tail), count=1000):
+                head, tail = self._key("\0", kind).split("\0")  # the key's shape, from the one naming helper
+                match = _glob_escape(head) + "*" + _glob_escape(tail)
+                async for key in self.client.scan_iter(match=match, count=1000):
                     names.add(unquote(key.decode()[len(head) : -len(tail)]))  # group_tag reversed
         return sorted(names)
 

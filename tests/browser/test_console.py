@@ -140,12 +140,22 @@ def test_what_if_table_fills_with_every_algorithm(seeded, page):
     expect(rows).to_have_count(len(WHATIF_DEFAULT))
     assert sorted(rows.nth(i).get_attribute("data-algorithm") for i in range(rows.count())) == sorted(WHATIF_DEFAULT)
     assert [rows.nth(i).get_attribute("data-done") for i in range(rows.count())] == ["ok"] * len(WHATIF_DEFAULT)
-    dry = httpx.post(
-        f"{seeded.url}/v1/assign", json={"algorithm": "mwf", "group": GROUP, "dry_run": True}, timeout=10
-    ).json()
-    mwf = page.locator("#whatif tbody tr[data-algorithm=mwf] td")
-    assert mwf.nth(1).text_content() == str(dry["consumer_count"])
-    assert mwf.nth(3).text_content() == str(len(dry["moves"]))
+    marked = 0
+    for name in WHATIF_DEFAULT:  # each row is that algorithm's dry run, its overloaded consumers marked
+        dry = httpx.post(
+            f"{seeded.url}/v1/assign", json={"algorithm": name, "group": GROUP, "dry_run": True}, timeout=10
+        ).json()
+        cells = page.locator(f"#whatif tbody tr[data-algorithm={name}] td")
+        assert cells.nth(1).text_content() == str(dry["consumer_count"]), name
+        assert cells.nth(3).text_content() == str(len(dry["moves"])), name
+        overloaded = [c["id"] for c in dry["consumers"] if c["utilization"] > 1 + 1e-9]
+        badge = cells.nth(5).locator(".badge.overloaded")
+        if overloaded:
+            expect(badge).to_have_text(f"{len(overloaded)}: {', '.join(overloaded)}")
+            marked += 1
+        else:
+            expect(badge).to_have_count(0)
+    assert marked, "the seeded rates overload a consumer of at least one algorithm (linear ignores capacity)"
     shot(page, "what-if")
 
 
