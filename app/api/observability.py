@@ -43,62 +43,37 @@ class Metrics:
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
             registry=self.registry,
         )
-        self.rscore = Gauge(
-            "groupfit_group_rscore", "Rscore of the group's last stored assignment", ["group"], registry=self.registry
-        )
-        self.consumers = Gauge(
-            "groupfit_group_consumers",
-            "consumers of the group's last stored assignment",
-            ["group"],
-            registry=self.registry,
-        )
+        per_group: list[Gauge] = []
 
-        self.recommended = Gauge(
+        def group_gauge(name: str, documentation: str) -> Gauge:
+            gauge = Gauge(name, documentation, ["group"], registry=self.registry)
+            per_group.append(gauge)
+            return gauge
+
+        self.rscore = group_gauge("groupfit_group_rscore", "Rscore of the group's last stored assignment")
+        self.consumers = group_gauge("groupfit_group_consumers", "consumers of the group's last stored assignment")
+        self.recommended = group_gauge(
             "groupfit_group_recommended_consumers",
             "consumers the group needs for its stored rates (its algorithm and capacity; GET /v1/groups/{g}/scale)",
-            ["group"],
-            registry=self.registry,
         )
-        self.actual = Gauge(
+        self.actual = group_gauge(
             "groupfit_group_actual_consumers",
             "consumers holding partitions in the group's stored assignment, when its scale was last computed",
-            ["group"],
-            registry=self.registry,
         )
-        self.moves = Gauge(
-            "groupfit_group_moves",
-            "partitions moved by the group's last stored rebalance",
-            ["group"],
-            registry=self.registry,
-        )
-        self.moved_rate = Gauge(
+        self.moves = group_gauge("groupfit_group_moves", "partitions moved by the group's last stored rebalance")
+        self.moved_rate = group_gauge(
             "groupfit_group_moved_rate",
             "rate (the rates' unit, e.g. bytes/s) moved by the group's last stored rebalance",
-            ["group"],
-            registry=self.registry,
         )
-        self.overloaded = Gauge(
+        self.overloaded = group_gauge(
             "groupfit_group_overloaded_consumers",
             "consumers above their capacity: in the last stored assignment, then under each newer stored rates",
-            ["group"],
-            registry=self.registry,
         )
-        self.rates_stored = Gauge(
+        self.rates_stored = group_gauge(
             "groupfit_group_rates_updated_timestamp_seconds",
             "when this process last stored the group's rates (Unix time)",
-            ["group"],
-            registry=self.registry,
         )
-        self.per_group = (
-            self.rscore,
-            self.consumers,
-            self.recommended,
-            self.actual,
-            self.moves,
-            self.moved_rate,
-            self.overloaded,
-            self.rates_stored,
-        )
+        self.per_group = tuple(per_group)
         self.rebalances = Counter(
             "groupfit_rebalances_answered",
             "assignments answered, by algorithm and mode (stored, dry_run, stateless)",
