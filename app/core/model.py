@@ -268,4 +268,3 @@ def _member_capacities(given: Mapping[str, float], members: list[str] | None, ca
             {"consumers": sorted_consumers(bad)[:20]},
         )
     return {m: float(value) for m, value in given.items() if float(value) != capacity}
-

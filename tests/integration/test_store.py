@@ -38,7 +38,14 @@ def keys_written(backend, prefix: str) -> list[bytes]:
 
 async def write(store: GroupStore, group: str, expected: int, replay: Replay | None = None):
     return await store.write_version(
-        group, expected, "mwf", 100.0, msgspec.json.encode(ASSIGNMENT), "2026-11-25T09:00:00Z", {"algorithm": "mwf"}, replay
+        group,
+        expected,
+        "mwf",
+        100.0,
+        msgspec.json.encode(ASSIGNMENT),
+        "2026-11-25T09:00:00Z",
+        {"algorithm": "mwf"},
+        replay,
     )
 
 
@@ -80,7 +87,9 @@ async def test_every_key_of_a_group_is_in_one_hash_slot(redis_backend, group):
         await write(groups, group, 1)
         await groups.put_rates(group, RATES, 1_764_000_000_000)
         found = keys_written(redis_backend, prefix)
-        assert len(found) >= 7, f"state, history, idempotency (record, index), rates (latest, summary, windows): {found}"
+        assert len(found) >= 7, (
+            f"state, history, idempotency (record, index), rates (latest, summary, windows): {found}"
+        )
         slots = {key_slot(key) for key in found}
         assert slots == {key_slot(groups._key(group, "state").encode())}, found
     finally:
