@@ -106,7 +106,6 @@ class Metrics:
             "groupfit_group_rates_updated_timestamp_seconds",
             "when this process last stored the group's rates (Unix time)",
         )
-        self.per_group = tuple(per_group)
         self.rebalances = Counter(
             "groupfit_rebalances_answered",
             "assignments answered, by algorithm and mode (stored, dry_run, stateless)",
