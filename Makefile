@@ -28,7 +28,7 @@ check: $(VENV)/.all
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -m "not integration" $(PYTEST_ARGS)
 
-test: $(VENV)/.all
+test: $(VENV)/.all browser
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 demo: $(VENV)/.all
