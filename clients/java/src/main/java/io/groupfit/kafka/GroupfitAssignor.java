@@ -68,6 +68,7 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
     private volatile int generation = -1;
     // The leader's last target, identity-keyed, kept to complete a cooperative transfer in the follow-up rebalance.
     private Map<TopicPartition, String> lastTarget = Map.of();
+    private List<String> lastMembers = List.of();
     private volatile Report lastReport;
 
     @Override
@@ -201,6 +202,7 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
             }
         }
         lastTarget = target;
+        lastMembers = identities;
         Map<TopicPartition, String> now = cooperative ? revokeFirst(target, current) : target;
         Map<String, List<TopicPartition>> byIdentity = new HashMap<>();
         now.forEach((tp, member) -> byIdentity.computeIfAbsent(member, m -> new ArrayList<>()).add(tp));
@@ -264,7 +266,7 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
     private boolean completesTransfer(
             List<String> identities, List<TopicPartition> partitions, Map<TopicPartition, String> current) {
         if (lastTarget.size() != partitions.size() || !lastTarget.keySet().containsAll(partitions)
-                || !new TreeSet<>(lastTarget.values()).equals(new TreeSet<>(identities))) {
+                || !lastMembers.equals(identities)) {
             return false;
         }
         boolean pending = false;
