@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip install --quiet
 
-.PHONY: run test check demo demo-check bench openapi clean
+.PHONY: run test check demo demo-check bench openapi clean browser
 
 # One virtualenv; each target installs what it needs on top (a stamp per set, redone when a pyproject changes).
 $(BIN)/python:
@@ -42,6 +42,10 @@ openapi: $(VENV)/.all
 
 bench: $(VENV)/.all
 	$(BIN)/python bench/algorithms.py
+
+# The browser tests drive Debian's chromium (Playwright's own builds cannot be downloaded here); needs root.
+browser:
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache

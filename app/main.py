@@ -76,17 +76,38 @@ def run(args: argparse.Namespace) -> int:
     # uvicorn shuts down gracefully on SIGTERM, then re-raises it to the handler found at start: make that
     # handler an exit, so the embedded server below is stopped too.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    config = uvicorn.Config(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        loop="uvloop",
+        http="httptools",
+        log_level="warning",
+        access_log=False,
+    )
     try:
-        uvicorn.run(
-            create_app(settings),
-            host=settings.host,
-            port=settings.port,
-            loop="uvloop",
-            http="httptools",
-            log_level="warning",
-            access_log=False,
-        )
+        _announcing_server()(config).run()
     finally:
         if embedded is not None:
             embedded.stop()
     return 0
+
+
+def _announcing_server() -> type:
+    import uvicorn
+
+    class AnnouncingServer(uvicorn.Server):
+        """Logs one line with the service's URL once it listens (uvicorn's own lines are below warning)."""
+
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                from app.api.observability import log
+
+                host, port = self.config.host, self.config.port
+                shown = f"[{host}]" if ":" in host else host
+                log.info(
+                    "ready", extra={"fields": {"url": f"http://{shown}:{port}", "ui": f"http://{shown}:{port}/ui"}}
+                )
+
+    return AnnouncingServer

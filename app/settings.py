@@ -28,15 +28,40 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("REDIS_URL", "GROUPFIT_REDIS_URL"),
         description="Redis to keep group state in; unset: an embedded Redis-protocol server is started",
     )
+    redis_cluster: bool = Field(
+        False,
+        description="REDIS_URL is a seed node of a Redis Cluster (also implied by a redis+cluster://h1:p1,h2:p2 URL)",
+    )
     data_dir: Path = Field(Path(".groupfit"), description="where the embedded Redis keeps its data (AOF)")
     redis_timeout_s: float = Field(1.0, gt=0, description="connect and command timeout towards Redis")
-    key_prefix: str = Field("groupfit", description="prefix of every Redis key")
+    key_prefix: str = Field("groupfit", pattern=r"^[^{}]*$", description="prefix of every Redis key (no braces)")
     history_limit: int = Field(1000, ge=1, description="versions kept in a group's history")
+    rates_history_limit: int = Field(
+        1000, ge=0, description="rates windows kept per group for replay (each PUT of rates is one); 0: none"
+    )
+    rates_history_max_age_s: float = Field(7 * 86400, gt=0, description="rates windows older than this are dropped")
     idempotency_ttl_s: int = Field(86400, ge=1, description="how long a retried Idempotency-Key gets the same answer")
     max_body_bytes: int = Field(64 * 1024 * 1024, ge=1024, description="largest request body")
     max_partitions: int = Field(1_000_000, ge=1, description="most partitions in one request")
     max_dense_cells: int = Field(1_000_000, ge=1, description="largest dense delta matrix (rows × columns)")
     max_evaluate_cells: int = Field(2_000_000, ge=1, description="most partition-measurements in POST /v1/evaluate")
+    max_consumers: int = Field(
+        100_000, ge=1, description="most consumers one answer may have (⌈Σ rate / C⌉, μ-based counts, members)"
+    )
+    max_exact_time_limit_ms: int = Field(
+        2000, ge=10, description="largest time_limit_ms of the exact algorithm (also per measurement of an evaluate)"
+    )
+    max_evaluate_measurements: int = Field(1000, ge=1, description="most measurements in POST /v1/evaluate")
+    compute_workers: int = Field(2, ge=1, description="worker processes computing long requests")
+    compute_queue: int = Field(4, ge=0, description="requests waiting for a worker beyond those running; more: 503")
+    compute_timeout_s: float = Field(5.0, gt=0, description="deadline of a computation, waiting included; past it: 504")
+    compute_inline_partitions: int = Field(
+        1000, ge=0, description="requests of a cheap algorithm up to this size are computed in the request's process"
+    )
+    compute_worker_memory_mb: int = Field(
+        2048, ge=256, description="address-space limit of each worker process (a request over it fails alone)"
+    )
+    metrics_max_groups: int = Field(1000, ge=0, description="groups with their own Prometheus series; oldest dropped")
     log_level: str = Field("INFO", description="log level of the JSON logs")
     auth_tokens: list[TokenGrant] = Field(
         default_factory=list,

@@ -1,4 +1,5 @@
-"""Shared fixtures: real servers started by the project's own code (app/local/servers.py)."""
+"""Shared fixtures: real servers started by the project's own code (app/local/servers.py: Valkey; app/local/kafka.py:
+Apache Kafka)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ import httpx
 import pytest
 
 from app.local.kafka import ApacheKafka
-from app.local.servers import EmbeddedRedis, free_port, wait_for_port
+from app.local.servers import EmbeddedRedis, EmbeddedRedisCluster, free_port, wait_for_port
 
 REFERENCE_STREAM = Path(__file__).resolve().parents[1] / "data" / "reference" / "paper_stream_delta5.json"
 
 
-SERVER_FIXTURES = {"redis_server", "kafka_broker", "live_service", "spark"}
+SERVER_FIXTURES = {"redis_server", "redis_cluster", "redis_backend", "kafka_broker", "live_service", "spark"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -41,6 +42,20 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedR
     server = EmbeddedRedis(data_dir=tmp_path_factory.mktemp("valkey")).start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedisCluster]:
+    """A real Redis Cluster: three Valkey primaries with the slots split between them; tests may stop a node."""
+    cluster = EmbeddedRedisCluster(3, tmp_path_factory.mktemp("valkey-cluster")).start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(params=["single", "cluster"])
+def redis_backend(request: pytest.FixtureRequest) -> EmbeddedRedis | EmbeddedRedisCluster:
+    """The store's tests run on one server and on a cluster: the `url` says which (redis+cluster:// for a cluster)."""
+    return request.getfixturevalue("redis_server" if request.param == "single" else "redis_cluster")
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,7 @@ program it starts, files copied into images exist, versions agree."""
 from __future__ import annotations
 
 import html
+import json
 import re
 import shlex
 import subprocess
@@ -23,7 +24,12 @@ from app.local.demo import parts_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILES = [ROOT / "deploy" / "Dockerfile", ROOT / "deploy" / "spark" / "Dockerfile"]
-MANIFESTS = [*sorted((ROOT / "deploy" / "k8s").glob("*.yaml")), ROOT / "deploy" / "spark" / "sparkapplication.yaml"]
+AUTOSCALING = sorted((ROOT / "deploy" / "k8s" / "autoscaling").glob("*.yaml"))
+MANIFESTS = [
+    *sorted((ROOT / "deploy" / "k8s").glob("*.yaml")),
+    ROOT / "deploy" / "spark" / "sparkapplication.yaml",
+    *AUTOSCALING,
+]
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 
 
@@ -166,7 +172,7 @@ def test_api_image_is_multi_stage_with_a_healthcheck():
 def test_manifests_match_the_kubernetes_schemas():
     checked = 0
     for document in documents():
-        if document["apiVersion"].startswith("sparkoperator.k8s.io/"):
+        if document["apiVersion"].startswith(("sparkoperator.k8s.io/", "keda.sh/")):
             continue  # a custom resource: no schema offline; checked below against the code instead
         kubernetes_validate.validate(document, "1.30", strict=True)
         checked += 1
@@ -220,6 +226,18 @@ def test_api_deployment_probes_service_autoscaler_and_budget_agree():
     assert (hpa["scaleTargetRef"]["kind"], hpa["scaleTargetRef"]["name"]) == ("Deployment", "groupfit")
     assert hpa["minReplicas"] >= 2  # with the budget below, a voluntary disruption never takes the API down
     assert by_kind["PodDisruptionBudget", "groupfit"]["spec"]["minAvailable"] < hpa["minReplicas"]
+    assert api["spec"]["replicas"] == hpa["minReplicas"]  # several replicas from the start, as the HPA keeps
+
+
+def test_api_config_map_holds_valid_settings_only():
+    """Every key of the API's ConfigMap is a setting, and the values parse (e.g. GROUPFIT_REDIS_CLUSTER)."""
+    from app.settings import Settings
+
+    config = next(d for d in documents() if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "groupfit")["data"]
+    fields = {name: f"GROUPFIT_{name.upper()}" for name in Settings.model_fields}
+    assert set(config) <= set(fields.values())
+    settings = Settings(**{name: config[env] for name, env in fields.items() if env in config})
+    assert settings.redis_cluster is False and settings.port == 8000
 
 
 def test_consumer_workloads_run_the_client_with_options_it_declares():
@@ -264,6 +282,81 @@ def test_spark_submit_script_passes_the_job_its_options():
         parse_rates_job(["--source", "kafka", "--master", "spark://master:7077", "--topics", "t"]).master
         == "spark://master:7077"
     )
+
+
+def test_deploy_runs_the_kafka_and_the_connector_the_tests_run():
+    """The tests start Apache Kafka and load Spark's Kafka connector from deploy/kafka/pom.xml for the installed
+    PySpark; compose, the Spark image and its manifests name the same Kafka, the same Spark minor and the
+    connector coordinates the pom resolves."""
+    import pyspark
+
+    from app.local.kafka import KAFKA_VERSION, pom_property
+
+    assert compose_services()["kafka"]["image"] == f"apache/kafka:{KAFKA_VERSION}"
+    deployed = spark_version()
+    assert deployed.split(".")[:2] == pyspark.__version__.split(".")[:2]
+    assert pom_property("spark.version") == deployed
+    pom = (ROOT / "deploy" / "kafka" / "pom.xml").read_text()
+    assert "<artifactId>spark-sql-kafka-0-10_${scala.binary.version}</artifactId>" in pom
+    coordinates = f"org.apache.spark:spark-sql-kafka-0-10_{pom_property('scala.binary.version')}:{deployed}"
+    job = compose_services()["rates-job"]["command"]
+    application = next(d for d in documents() if d["kind"] == "SparkApplication")["spec"]
+    assert job[job.index("--packages") + 1] == coordinates
+    assert application["deps"]["packages"] == [coordinates]
+    assert f"SPARK_KAFKA_PACKAGES-{coordinates}}}" in (ROOT / "deploy" / "spark" / "submit.sh").read_text()
+    # The connector is the job's default source; the files say so anyway, so a changed default cannot move them.
+    assert parse_rates_job(["--topics", "t"]).source == "kafka"
+
+
+def test_keda_scales_the_consumers_on_the_services_scaling_signal():
+    from app.codec.operations import ScaleSignal
+
+    by_kind = {(d["kind"], d["metadata"]["name"]): d for d in documents()}
+    scaled = by_kind["ScaledObject", "orders-consumers"]["spec"]
+    target = scaled["scaleTargetRef"]
+    consumers = by_kind[target["kind"], target["name"]]
+    assert consumers["metadata"]["namespace"] == "groupfit" and target["apiVersion"] == consumers["apiVersion"]
+    (trigger,) = scaled["triggers"]
+    assert trigger["type"] == "metrics-api" and trigger["metricType"] == "AverageValue"
+    meta = trigger["metadata"]
+    assert float(meta["targetValue"]) == 1  # `needed` consumers → that many replicas
+    assert meta["valueLocation"] in ScaleSignal.__struct_fields__
+    assert ScaleSignal.__annotations__[meta["valueLocation"]].startswith("Annotated[int")
+    url = re.fullmatch(r"http://([a-z0-9-]+)\.([a-z0-9-]+):(\d+)(/v1/groups/[^/]+/scale)", meta["url"])
+    assert url, meta["url"]
+    service = by_kind["Service", url.group(1)]
+    assert service["metadata"]["namespace"] == url.group(2)
+    assert int(url.group(3)) in {p["port"] for p in service["spec"]["ports"]}
+    assert url.group(4) == "/v1/groups/orders/scale"  # the group the consumers join (--group orders)
+    assert "/v1/groups/{group}/scale" in json.loads((ROOT / "openapi" / "openapi.json").read_text())["paths"]
+    container = consumers["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"][container["args"].index("--group") + 1] == "orders"
+    assert meta["authMode"] == "bearer"
+    auth = by_kind["TriggerAuthentication", trigger["authenticationRef"]["name"]]["spec"]
+    assert [ref["parameter"] for ref in auth["secretTargetRef"]] == ["token"]
+    assert scaled["maxReplicaCount"] >= scaled["minReplicaCount"] >= 1
+
+
+def test_prometheus_hpa_scales_on_the_exported_gauge():
+    from app.api.observability import Metrics
+
+    by_kind = {(d["kind"], d["metadata"]["name"]): d for d in documents() if d in autoscaling_documents()}
+    hpa = by_kind["HorizontalPodAutoscaler", "orders-consumers"]["spec"]
+    keda = by_kind["ScaledObject", "orders-consumers"]["spec"]
+    assert hpa["scaleTargetRef"] == keda["scaleTargetRef"]  # the same workload: apply one of the two
+    (metric,) = hpa["metrics"]
+    external = metric["external"]
+    gauge = next(m for m in Metrics().registry.collect() if m.name == external["metric"]["name"])
+    assert gauge.type == "gauge"
+    assert external["metric"]["selector"]["matchLabels"] == {"group": "orders"}
+    assert external["target"] == {"type": "AverageValue", "averageValue": "1"}
+    adapter = yaml.safe_load(by_kind["ConfigMap", "prometheus-adapter-groupfit"]["data"]["config.yaml"])
+    (rule,) = adapter["externalRules"]
+    assert rule["name"]["as"] == gauge.name and gauge.name in rule["seriesQuery"] and gauge.name in rule["metricsQuery"]
+
+
+def autoscaling_documents() -> list[dict]:
+    return [d for path in AUTOSCALING for d in yaml.safe_load_all(path.read_text()) if d]
 
 
 # -- architecture picture --------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Optional bearer-token authentication, declared on every /v1 route as a FastAPI dependency (a test walks
 the route table, so a route without it cannot go unnoticed); off when no token is configured.
 
-Authentication runs before the body is read. Reads (GET) need any known token; writes (assign with a group,
+Authentication runs before the body is read. The dependencies are coroutines: FastAPI runs a plain
+function dependency in a thread, a hop that costs more than the check. Reads (GET) need any known token; writes (assign with a group,
 rates, delete) a token with `write`; a token limited to `groups` works only on those. Stateless POST
 /v1/assign and /v1/evaluate change nothing stored, so they need a token but not `write`. Tokens are
 compared in constant time and never echoed.
@@ -60,7 +61,7 @@ class Authorizer:
         raise AssignmentError(ErrorCode.UNAUTHORIZED, "send a valid token as 'Authorization: Bearer <token>'.")
 
 
-def authenticated(request: Request) -> Grant:
+async def authenticated(request: Request) -> Grant:
     return request.app.state.authorizer.authenticate(request.headers.get("authorization", ""))
 
 
@@ -68,15 +69,22 @@ Authenticated = Annotated[Grant, Depends(authenticated)]
 GroupPath = Annotated[str, Path(pattern=GROUP_PATTERN, description="consumer group id (no spaces or '/')")]
 
 
-def readable_group(group: GroupPath, grant: Authenticated) -> str:
+async def readable_group(group: GroupPath, grant: Authenticated) -> str:
     grant.check(group, write=False)
     return group
 
 
-def writable_group(group: GroupPath, grant: Authenticated) -> str:
+async def writable_group(group: GroupPath, grant: Authenticated) -> str:
     grant.check(group, write=True)
     return group
 
 
+def writer(grant: Authenticated) -> Grant:
+    """A token with write, for operations that act on no group (a placement plan)."""
+    grant.check(None, write=True)
+    return grant
+
+
+Writer = Annotated[Grant, Depends(writer)]
 ReadableGroup = Annotated[str, Depends(readable_group)]
 WritableGroup = Annotated[str, Depends(writable_group)]

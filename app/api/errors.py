@@ -27,10 +27,17 @@ STATUS: dict[ErrorCode, int] = {
             ErrorCode.DELTA_TOO_LARGE,
             ErrorCode.TOO_MANY_PARTITIONS,
             ErrorCode.TOO_LARGE_FOR_EXACT,
+            ErrorCode.TOO_MANY_CONSUMERS,
+            ErrorCode.INVALID_BROKER,
+            ErrorCode.INVALID_REPLICAS,
+            ErrorCode.REPLICA_TOO_LARGE,
+            ErrorCode.TOO_MANY_REPLICAS,
+            ErrorCode.PLACEMENT_INFEASIBLE,
         ),
         422,
     ),
     ErrorCode.BODY_TOO_LARGE: 413,
+    ErrorCode.UNSUPPORTED_MEDIA_TYPE: 415,
     ErrorCode.UNAUTHORIZED: 401,
     ErrorCode.FORBIDDEN: 403,
     ErrorCode.NOT_FOUND: 404,
@@ -38,14 +45,22 @@ STATUS: dict[ErrorCode, int] = {
     ErrorCode.METHOD_NOT_ALLOWED: 405,
     ErrorCode.VERSION_CONFLICT: 409,
     ErrorCode.STORE_UNAVAILABLE: 503,
+    ErrorCode.COMPUTE_BUSY: 503,
+    ErrorCode.COMPUTE_TIMEOUT: 504,
     ErrorCode.INTERNAL_ERROR: 500,
 }
 assert set(STATUS) == set(ErrorCode), "every error code has its HTTP status"
 
 
+RETRY_AFTER_S = {ErrorCode.STORE_UNAVAILABLE: 1, ErrorCode.COMPUTE_BUSY: 1}
+"""Codes a client should retry, and after how many seconds (the Retry-After header)."""
+
+
 def error_response(exc: AssignmentError, headers: dict[str, str] | None = None) -> Response:
     if exc.code is ErrorCode.UNAUTHORIZED:
         headers = {**(headers or {}), "WWW-Authenticate": "Bearer"}
+    if exc.code in RETRY_AFTER_S:
+        headers = {**(headers or {}), "Retry-After": str(RETRY_AFTER_S[exc.code])}
     return Response(error_body(exc), status_code=STATUS[exc.code], media_type="application/json", headers=headers)
 
 

@@ -80,3 +80,19 @@ RATES_UPDATE: dict[str, Any] = {
     ],
     "window_end": "2026-11-22T10:00:00Z",
 }
+
+PLACEMENT_REQUEST: dict[str, Any] = {
+    "solver": "exact",
+    "brokers": [
+        {"id": 1, "rack": "a", "disk": 1000, "network": 10},
+        {"id": 2, "rack": "b", "disk": 1000, "network": 10},
+        {"id": 3, "rack": "c", "disk": 1000, "network": 10},
+    ],
+    "topics": [{"name": "orders", "retention_ms": 100000}],
+    "partitions": [
+        {"topic": "orders", "partition": 0, "replicas": [1, 2], "size": 400},
+        {"topic": "orders", "partition": 1, "replicas": [1, 2], "size": 400},
+        {"topic": "orders", "partition": 2, "replicas": [1, 3], "size": 300},
+    ],
+    "options": {"objective": "moves"},
+}

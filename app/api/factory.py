@@ -16,16 +16,21 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from app import codec
-from app.api.auth import Authorizer
+from app.api.auth import Authenticated, Authorizer
 from app.api.errors import STATUS, error, error_response
 from app.api.observability import Metrics, ObservabilityMiddleware, configure_logging, log
+from app.api.operations import install_pages
+from app.api.placements import router as placements_router
 from app.api.routes import router
 from app.core.algorithm import algorithms
 from app.core.errors import AssignmentError, ErrorCode
 from app.service.assign import AssignService
+from app.service.compute import ComputePool
+from app.service.evaluate import EvaluateService
 from app.service.groups import GroupService
+from app.service.operations import OperationsService
 from app.settings import Settings, get_settings
-from app.store.groups import GroupStore, StoreUnavailable
+from app.store.groups import GroupStore, RatesWindows, StoreUnavailable
 
 VERSION = "0.1.0"
 DESCRIPTION = (
@@ -41,7 +46,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        await app.state.store.open()
+        await app.state.compute.start()
         yield
+        await app.state.compute.close()
         await app.state.store.close()
 
     app = FastAPI(
@@ -49,20 +57,38 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=VERSION,
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # these three are served by install_pages: assets from the package, and each counted
+        redoc_url=None,  # under its own route in the metrics
+        openapi_url=None,
     )
     app.state.settings = settings
-    app.state.metrics = Metrics()
+    app.state.metrics = Metrics(settings.metrics_max_groups)
     app.state.store = GroupStore(
         settings.redis_url or "redis://127.0.0.1:6379/0",
         settings.key_prefix,
         settings.redis_timeout_s,
         settings.history_limit,
         settings.idempotency_ttl_s,
+        RatesWindows(settings.rates_history_limit, settings.rates_history_max_age_s),
+        settings.redis_cluster,
     )
     app.state.authorizer = Authorizer(settings.auth_tokens)
-    app.state.assigner = AssignService(app.state.store, settings, app.state.metrics)
+    app.state.compute = ComputePool(
+        settings.compute_workers,
+        settings.compute_queue,
+        settings.compute_timeout_s,
+        settings.compute_worker_memory_mb,
+        preload=("app.service.assign", "app.service.evaluate", "app.service.operations"),
+    )
+    app.state.assigner = AssignService(app.state.store, settings, app.state.compute, app.state.metrics)
+    app.state.evaluator = EvaluateService(settings, app.state.compute)
     app.state.groups = GroupService(app.state.store, settings.max_partitions)
+    app.state.operations = OperationsService(
+        app.state.store, settings, app.state.assigner, app.state.compute, app.state.metrics
+    )
     app.include_router(router)
+    app.include_router(placements_router)
+    install_pages(app)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -79,8 +105,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         summary="Prometheus metrics",
         response_class=Response,
         responses={200: {"description": "Prometheus text format", "content": {"text/plain": {}}}},
+        openapi_extra={"security": [{"bearer": ["read"]}]},
     )
-    async def metrics() -> Response:
+    async def metrics(_: Authenticated) -> Response:  # group names are not for anyone to read
         return Response(generate_latest(app.state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     @app.exception_handler(AssignmentError)
@@ -89,6 +116,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.exception_handler(StoreUnavailable)
     async def store_down(_: Request, exc: StoreUnavailable) -> Response:
+        app.state.metrics.store_failed(str(exc))
         return error(
             ErrorCode.STORE_UNAVAILABLE,
             "the state store (Redis) does not answer; retry shortly. Requests without 'group' keep working.",

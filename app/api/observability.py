@@ -9,17 +9,52 @@ import logging
 import sys
 import time
 import uuid
-from typing import Any
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
 
+import msgspec
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from app.core.assign import Outcome
+if TYPE_CHECKING:
+    from app.service.assign import Computed
 
 log = logging.getLogger("groupfit")
 
 
+class GroupSeries:
+    """Every per-group series goes through here, so their number stays bounded: at most `cap` groups have
+    series (the least recently updated group's are dropped when another comes; 0: none), whatever the
+    number of groups the service has seen."""
+
+    def __init__(self, registry: CollectorRegistry, cap: int) -> None:
+        self.registry = registry
+        self.cap = cap
+        self.gauges: list[Gauge] = []
+        self.recent: OrderedDict[str, None] = OrderedDict()
+
+    def gauge(self, name: str, documentation: str) -> Gauge:
+        gauge = Gauge(name, documentation, ["group"], registry=self.registry)
+        self.gauges.append(gauge)
+        return gauge
+
+    def set(self, gauge: Gauge, group: str, value: float) -> None:
+        if self.cap == 0:
+            return
+        self.recent[group] = None
+        self.recent.move_to_end(group)
+        while len(self.recent) > self.cap:
+            self.forget(next(iter(self.recent)))
+        gauge.labels(group).set(value)
+
+    def forget(self, group: str) -> None:
+        self.recent.pop(group, None)
+        for gauge in self.gauges:
+            with contextlib.suppress(KeyError):  # no series of this group in this gauge
+                gauge.remove(group)
+
+
 class Metrics:
-    def __init__(self) -> None:
+    def __init__(self, max_groups: int = 1000) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "groupfit_http_requests",
@@ -41,28 +76,85 @@ class Metrics:
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
             registry=self.registry,
         )
-        self.rscore = Gauge(
-            "groupfit_group_rscore", "Rscore of the group's last stored assignment", ["group"], registry=self.registry
+        self.groups = GroupSeries(self.registry, max_groups)
+        self.rscore = self.groups.gauge("groupfit_group_rscore", "Rscore of the group's last stored assignment")
+        self.consumers = self.groups.gauge(
+            "groupfit_group_consumers", "consumers of the group's last stored assignment"
         )
-        self.consumers = Gauge(
-            "groupfit_group_consumers",
-            "consumers of the group's last stored assignment",
-            ["group"],
+
+        self.recommended = self.groups.gauge(
+            "groupfit_group_recommended_consumers",
+            "consumers the group needs for its stored rates (its algorithm and capacity; GET /v1/groups/{g}/scale)",
+        )
+        self.actual = self.groups.gauge(
+            "groupfit_group_actual_consumers",
+            "consumers holding partitions in the group's stored assignment, when its scale was last computed",
+        )
+        self.moves = self.groups.gauge(
+            "groupfit_group_moves",
+            "partitions moved by the group's last stored rebalance",
+        )
+        self.moved_rate = self.groups.gauge(
+            "groupfit_group_moved_rate",
+            "rate (the rates' unit, e.g. bytes/s) moved by the group's last stored rebalance",
+        )
+        self.overloaded = self.groups.gauge(
+            "groupfit_group_overloaded_consumers",
+            "consumers above their capacity: in the last stored assignment, then under each newer stored rates",
+        )
+        self.rates_stored = self.groups.gauge(
+            "groupfit_group_rates_updated_timestamp_seconds",
+            "when this process last stored the group's rates (Unix time)",
+        )
+        self.rebalances = Counter(
+            "groupfit_rebalances_answered",
+            "assignments answered, by algorithm and mode (stored, dry_run, stateless)",
+            ["algorithm", "mode"],
+            registry=self.registry,
+        )
+        self.moves_per_rebalance = Histogram(
+            "groupfit_rebalance_moves",
+            "partitions moved per stored rebalance, by algorithm",
+            ["algorithm"],
+            buckets=(0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 20000),
+            registry=self.registry,
+        )
+        self.store_errors = Counter(
+            "groupfit_store_errors",
+            "requests Redis did not serve (timeout, refused), by error",
+            ["reason"],
             registry=self.registry,
         )
 
     def computed(self, algorithm: str, seconds: float) -> None:
         self.compute.labels(algorithm).observe(seconds)
 
-    def stored(self, group: str, outcome: Outcome) -> None:
-        self.rscore.labels(group).set(outcome.rscore)
-        self.consumers.labels(group).set(outcome.consumer_count)
+    def answered(self, algorithm: str, mode: str) -> None:
+        self.rebalances.labels(algorithm, mode).inc()
+
+    def stored(self, group: str, computed: Computed) -> None:
+        self.answered(computed.algorithm, "stored")
+        self.moves_per_rebalance.labels(computed.algorithm).observe(computed.moves_count)
+        self.groups.set(self.rscore, group, computed.rscore)
+        self.groups.set(self.consumers, group, computed.consumer_count)
+        self.groups.set(self.moves, group, computed.moves_count)
+        self.groups.set(self.moved_rate, group, computed.moved_rate)
+        self.groups.set(self.overloaded, group, computed.overloaded_consumers)
+
+    def rates_updated(self, group: str) -> None:
+        self.groups.set(self.rates_stored, group, time.time())
+
+    def scaled(self, group: str, needed: int, current: int, overloaded: int) -> None:
+        self.groups.set(self.recommended, group, needed)
+        self.groups.set(self.actual, group, current)
+        self.groups.set(self.overloaded, group, overloaded)
+
+    def store_failed(self, reason: str) -> None:
+        self.store_errors.labels(reason).inc()
 
     def forget_group(self, group: str) -> None:
-        """A deleted group's gauges go too (else every group ever seen stays exported)."""
-        for gauge in (self.rscore, self.consumers):
-            with contextlib.suppress(KeyError):  # this process never stored a version of it
-                gauge.remove(group)
+        """A deleted group's series go too."""
+        self.groups.forget(group)
 
 
 class JsonFormatter(logging.Formatter):
@@ -98,13 +190,16 @@ class ObservabilityMiddleware:
         request_id = _header(scope, b"x-request-id") or uuid.uuid4().hex
         scope.setdefault("state", {})["request_id"] = request_id
         status = 500
+        error_code = None
         start = time.perf_counter()
 
         async def send_with_id(message: dict) -> None:
-            nonlocal status
+            nonlocal status, error_code
             if message["type"] == "http.response.start":
                 status = message["status"]
                 message.setdefault("headers", []).append((b"x-request-id", request_id.encode("latin-1")))
+            elif status >= 400 and error_code is None and message["type"] == "http.response.body":
+                error_code = _error_code(message.get("body", b""))
             await send(message)
 
         try:
@@ -112,7 +207,7 @@ class ObservabilityMiddleware:
         finally:
             elapsed = time.perf_counter() - start
             route = getattr(scope.get("route"), "path", "unmatched")
-            method = scope["method"]
+            method = scope["method"] if scope["method"] in _METHODS else "other"  # a label of bounded values
             self.metrics.requests.labels(method, route, str(status)).inc()
             self.metrics.latency.labels(method, route, str(status)).observe(elapsed)
             if log.isEnabledFor(logging.INFO):
@@ -125,9 +220,32 @@ class ObservabilityMiddleware:
                             "route": route,
                             "status": status,
                             "duration_ms": round(elapsed * 1000, 3),
+                            **_request_fields(scope, error_code),
                         }
                     },
                 )
+
+
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"})
+
+
+def _request_fields(scope: dict, error_code: str | None) -> dict[str, Any]:
+    """What a log line tells beyond the route: the group (path, or the assign body as the route noted it),
+    the algorithm, and the error code of a failed request."""
+    state = scope.get("state", {})
+    fields = {
+        "group": scope.get("path_params", {}).get("group") or state.get("group"),
+        "algorithm": state.get("algorithm"),
+        "error_code": error_code,
+    }
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def _error_code(body: bytes) -> str | None:
+    try:
+        return msgspec.json.decode(body)["error"]["code"]
+    except (msgspec.DecodeError, KeyError, TypeError):
+        return None
 
 
 def _header(scope: dict, name: bytes) -> str | None:

@@ -3,29 +3,31 @@
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
 import msgspec
 from fastapi import APIRouter, Header, Query, Request
+from starlette.background import BackgroundTask
 from starlette.responses import Response
 
 from app.api import examples
 from app.api.auth import Authenticated, ReadableGroup, WritableGroup
 from app.codec.assign import AssignRequest
-from app.codec.evaluate import EvaluateRequest
 from app.codec.groups import AlgorithmInfo, AlgorithmList, Health, RatesUpdate
 from app.codec.wire import decode, encode
 from app.core.algorithm import algorithms
 from app.core.errors import AssignmentError, ErrorCode
 from app.service.assign import AssignService
+from app.service.evaluate import EvaluateService
 from app.service.groups import GroupService
 
 router = APIRouter()
 
+UNIQUE_KEYS_INLINE_BYTES = 64 * 1024
+
 _ASSIGN = msgspec.json.Decoder(AssignRequest)
 _RATES = msgspec.json.Decoder(RatesUpdate)
-_EVALUATE = msgspec.json.Decoder(EvaluateRequest)
 
 
 def _ref(name: str) -> dict[str, Any]:
@@ -92,6 +94,16 @@ def _json(body: bytes | Any) -> Response:
 
 
 async def _read_body(request: Request) -> bytes:
+    """The body, once the route's dependencies (the token) have passed: JSON (or no content type), at most
+    GROUPFIT_MAX_BODY_BYTES."""
+    media_type = request.headers.get("content-type", "application/json").partition(";")[0].strip().lower()
+    if media_type != "application/json" and not (
+        media_type.startswith("application/") and media_type.endswith("+json")
+    ):
+        raise AssignmentError(
+            ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+            f"the body is {media_type!r}; send JSON with 'Content-Type: application/json'.",
+        )
     limit = request.app.state.settings.max_body_bytes
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -112,6 +124,16 @@ def _too_large(limit: int) -> AssignmentError:
     )
 
 
+def _gone(request: Request) -> Callable[[], Awaitable[None]]:
+    """Returns when the client has gone away (called once the body is read: nothing else arrives before)."""
+
+    async def disconnected() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    return disconnected
+
+
 def _groups(request: Request) -> GroupService:
     return request.app.state.groups
 
@@ -127,8 +149,10 @@ def _groups(request: Request) -> GroupService:
         404,
         409,
         413,
+        415,
         422,
         503,
+        504,
         examples={
             200: examples.ASSIGN_ANSWER,
             409: examples.VERSION_CONFLICT_ERROR,
@@ -146,10 +170,16 @@ async def assign(
         Header(max_length=200, description="a retry with the same key and body gets the same answer"),
     ] = None,
 ) -> Response:
-    assign_request = decode(_ASSIGN, await _read_body(request))
+    body = await _read_body(request)
+    # a large body's duplicate-key check (as costly as its decoding) is left to the compute worker
+    small = len(body) <= UNIQUE_KEYS_INLINE_BYTES
+    assign_request = decode(_ASSIGN, body, unique_keys=small)
+    request.state.group, request.state.algorithm = assign_request.group, assign_request.algorithm  # for the log
     grant.check(assign_request.group, write=bool(assign_request.group) and not assign_request.dry_run)
     service: AssignService = request.app.state.assigner
-    return _json(await service.assign(assign_request, delta == "dense", idempotency_key))
+    return _json(
+        await service.assign(assign_request, delta == "dense", idempotency_key, _gone(request), None if small else body)
+    )
 
 
 @_endpoint(
@@ -214,13 +244,16 @@ async def group_history(request: Request, group: ReadableGroup, limit: int = Que
     "put_rates",
     "rates",
     "Store the group's observed rates and lags (the rates job writes here)",
-    _answers("RatesAck", 413, 422, 503),
+    _answers("RatesAck", 413, 415, 422, 503),
     body=_body("RatesUpdate", examples.RATES_UPDATE),
     scope="write",
 )
 async def put_rates(request: Request, group: WritableGroup) -> Response:
     update = decode(_RATES, await _read_body(request))
-    return _json(await _groups(request).put_rates(group, update))
+    response = _json(await _groups(request).put_rates(group, update))
+    # the scaling signal (and its gauge) follows the rates, after the answer is sent
+    response.background = BackgroundTask(request.app.state.operations.rates_stored, group)
+    return response
 
 
 @_endpoint(
@@ -241,23 +274,12 @@ async def get_rates(request: Request, group: ReadableGroup) -> Response:
     "evaluate",
     "evaluation",
     "Replay a rate stream through algorithms: consumers, Rscore, CBS",
-    _answers("EvaluateResponse", 413, 422),
+    _answers("EvaluateResponse", 413, 415, 422, 503, 504),
     body=_body("EvaluateRequest"),
 )
 async def evaluate(request: Request, _: Authenticated) -> Response:
-    from app.sim.evaluate import check_names, evaluate_request
-
-    evaluate_request_ = decode(_EVALUATE, await _read_body(request))
-    limit = request.app.state.settings.max_evaluate_cells
-    cells = sum(len(partitions) for measurement in evaluate_request_.stream for partitions in measurement.values())
-    if cells * len(evaluate_request_.algorithms) > limit:
-        raise AssignmentError(
-            ErrorCode.TOO_MANY_PARTITIONS,
-            f"{cells} partition-measurements × {len(evaluate_request_.algorithms)} algorithms exceeds {limit}; "
-            "send a shorter stream or fewer algorithms, or run `groupfit evaluate` locally.",
-        )
-    check_names(evaluate_request_.algorithms)
-    return _json(await asyncio.to_thread(evaluate_request, evaluate_request_))
+    evaluator: EvaluateService = request.app.state.evaluator
+    return _json(await evaluator.evaluate(await _read_body(request), _gone(request)))
 
 
 @_endpoint(

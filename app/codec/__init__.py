@@ -8,6 +8,8 @@ from __future__ import annotations
 from app.codec.assign import AssignRequest, AssignResponse
 from app.codec.evaluate import EvaluateRequest, EvaluateResponse
 from app.codec.groups import AlgorithmList, GroupHistory, GroupState, Health, RatesAck, RatesUpdate, StoredRates
+from app.codec.operations import GroupList, RatesHistory, ReplayResponse, ScaleSignal
+from app.codec.placement import PlacementRequest, PlacementResponse
 from app.codec.wire import ErrorResponse
 
 ALL_SCHEMAS = (
@@ -23,4 +25,10 @@ ALL_SCHEMAS = (
     EvaluateRequest,
     EvaluateResponse,
     Health,
+    PlacementRequest,
+    PlacementResponse,
+    GroupList,
+    RatesHistory,
+    ReplayResponse,
+    ScaleSignal,
 )

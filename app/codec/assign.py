@@ -11,7 +11,21 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 from app.codec.wire import ConsumerId, GroupName, PartitionRate, PartitionRef, keys_of, partition_ref, wired
 from app.core.assign import Outcome
 from app.core.errors import AssignmentError, ErrorCode
-from app.core.model import PartitionKey, Problem, build_problem, capacity_from_throughput, sorted_consumers
+from app.core.model import (
+    MAX_CONSUMERS,
+    PartitionKey,
+    Problem,
+    build_problem,
+    capacity_from_throughput,
+    sorted_consumers,
+)
+
+
+class SizedMember(Struct, forbid_unknown_fields=True):
+    """A member with its own capacity (a consumer of another size); a bare id has the request's capacity."""
+
+    id: ConsumerId
+    capacity: Annotated[float, Meta(description="most rate this member may be given, in the rates' unit")]
 
 
 class AssignRequest(Struct, forbid_unknown_fields=True, kw_only=True):
@@ -26,7 +40,10 @@ class AssignRequest(Struct, forbid_unknown_fields=True, kw_only=True):
     iteration_s: float = 30.0
     rebalance_s: float = 5.0
     previous: dict[ConsumerId, list[PartitionRef]] | None = None
-    members: list[ConsumerId] | None = None
+    members: Annotated[
+        list[ConsumerId | SizedMember] | None,
+        Meta(description="the group's consumers: ids, or {id, capacity} for a member of its own capacity"),
+    ] = None
     params: dict[str, Any] = msgspec.field(default_factory=dict)
     group: GroupName | None = None
     expected_version: Annotated[int, Meta(ge=0)] | None = None
@@ -110,6 +127,7 @@ def problem_of(
     partitions: Sequence[PartitionRate],
     previous: Mapping[str, Sequence[PartitionKey]],
     capacity: float,
+    max_consumers: int = MAX_CONSUMERS,
 ) -> Problem:
     return build_problem(
         keys_of(partitions),
@@ -117,8 +135,14 @@ def problem_of(
         [p.lag for p in partitions],
         capacity,
         previous,
-        request.members,
+        None if request.members is None else [_member_id(m) for m in request.members],
+        {m.id: m.capacity for m in request.members or () if isinstance(m, SizedMember)},
+        max_consumers=max_consumers,
     )
+
+
+def _member_id(member: str | SizedMember) -> str:
+    return member if isinstance(member, str) else member.id
 
 
 def previous_of(request: AssignRequest) -> dict[str, list[PartitionKey]] | None:
@@ -138,7 +162,7 @@ def answer_of(outcome: Outcome, dense: bool = False) -> AssignResponse:
         algorithm=outcome.algorithm,
         capacity=capacity,
         assignment={c: [refs[j] for j in outcome.assignment[c]] for c in consumers},
-        consumers=[ConsumerLoad(c, loads[c], loads[c] / capacity, len(outcome.assignment[c])) for c in consumers],
+        consumers=[ConsumerLoad(c, loads[c], outcome.utilization(c), len(outcome.assignment[c])) for c in consumers],
         moves=[Move(keys[j][0], keys[j][1], previous_owner[j] or "", owner[j], rates[j]) for j in outcome.moved],
         delta=Delta(
             rows=d.rows,
@@ -156,6 +180,17 @@ def answer_of(outcome: Outcome, dense: bool = False) -> AssignResponse:
         recommended_consumers=outcome.recommended_consumers,
         outputs=wired(outcome.outputs),
     )
+
+
+_NO_VERSION = b'"version":null}'
+
+
+def with_version(answer: bytes, version: int) -> bytes:
+    """An encoded answer, encoded before the store numbered it, with its version: `version` is the last
+    field, so this is a splice of the tail, not a second encoding of what may be megabytes."""
+    if not answer.endswith(_NO_VERSION):
+        raise ValueError("the answer was encoded with a version already")
+    return answer[: -len(_NO_VERSION)] + b'"version":%d}' % version
 
 
 def assignment_refs(assignment: Mapping[str, Sequence[PartitionKey]]) -> dict[str, list[PartitionRef]]:

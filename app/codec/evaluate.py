@@ -21,6 +21,10 @@ class LatencyOptions(Struct, forbid_unknown_fields=True, kw_only=True):
     iteration_s: Annotated[float, Meta(gt=0)] = 30.0
     rebalance_s: Annotated[float, Meta(ge=0)] = 5.0
 
+    def __post_init__(self) -> None:
+        if not self.rebalance_s < self.iteration_s:  # as POST /v1/assign's capacity_from_throughput
+            raise ValueError(f"rebalance_s must be below iteration_s ({self.iteration_s}), got {self.rebalance_s}")
+
 
 class OptimumOptions(Struct, forbid_unknown_fields=True, kw_only=True):
     time_limit_ms: Annotated[int, Meta(ge=1, description="budget of the exact algorithm per measurement")] = 1000
@@ -30,7 +34,11 @@ class EvaluateRequest(Struct, forbid_unknown_fields=True, kw_only=True):
     stream: Stream
     capacity: Annotated[float, Meta(gt=0)]
     algorithms: Annotated[
-        list[str], Meta(min_length=1, description="registered names and kd_<N> (Kafka's equal-count, N consumers)")
+        list[str],
+        Meta(
+            min_length=1,
+            description="registered names, kd_<N> (Kafka's equal-count, N consumers) and repack@<W> (repack with consumer_weight W)",
+        ),
     ] = msgspec.field(default_factory=lambda: list(PAPER_ALGORITHMS))
     latency: Annotated[LatencyOptions | None, Meta(description="add latency percentiles (§VI-C)")] = None
     optimum: Annotated[

@@ -6,7 +6,11 @@ from typing import Annotated, Any
 
 from msgspec import Meta, Struct
 
+from app.codec.assign import Move
 from app.codec.wire import PartitionRate, PartitionRef
+
+HISTORY_MOVES = 100
+"""Moves kept in a history entry: the console shows the last rebalance's; the count is always whole."""
 
 
 class AlgorithmInfo(Struct):
@@ -36,6 +40,10 @@ class HistoryEntry(Struct):
     consumer_count: int
     moves_count: int
     updated_at: str
+    moved_rate: Annotated[float | None, Meta(description="Σ rate of the partitions that moved")] = None
+    moves: Annotated[
+        list[Move] | None, Meta(description=f"the partitions that moved (the first {HISTORY_MOVES} by rate)")
+    ] = None
 
 
 class GroupHistory(Struct):

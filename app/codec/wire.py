@@ -3,6 +3,7 @@ mapping from a decoding failure to an error code."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from typing import Annotated, Any, TypeVar
@@ -76,22 +77,54 @@ _FIELD_CODES = (
     (re.compile(r"^\$\.previous\b"), ErrorCode.INVALID_PREVIOUS),
     (re.compile(r"^\$\.members\b"), ErrorCode.INVALID_MEMBERS),
     (re.compile(r"^\$\.(params|latency|optimum)\b"), ErrorCode.INVALID_PARAMETER),
+    # POST /v1/placements
+    (re.compile(r"^\$\.brokers\[\d+\]\.(disk|network)$"), ErrorCode.INVALID_CAPACITY),
+    (re.compile(r"^\$\.brokers\b"), ErrorCode.INVALID_BROKER),
+    (re.compile(r"^\$\.partitions\[\d+\]\.replicas\b"), ErrorCode.INVALID_REPLICAS),
+    (re.compile(r"^\$\.partitions\[\d+\]\.(size|throughput)$"), ErrorCode.INVALID_RATE),
+    (re.compile(r"^\$\.(options|topics)\b"), ErrorCode.INVALID_PARAMETER),
 )
 _AT = re.compile(r" - at `([^`]*)`$")
 
 T = TypeVar("T")
 
 
-def decode(decoder: msgspec.json.Decoder[T], body: bytes) -> T:
-    """A body → its Struct, or the AssignmentError the CLI and the API both answer."""
+def decode(decoder: msgspec.json.Decoder[T], body: bytes, unique_keys: bool = True) -> T:
+    """A body → its Struct, or the AssignmentError the CLI and the API both answer. `unique_keys=False`
+    leaves the duplicate-key check (as costly as the decoding) to the caller: `check_unique_keys`."""
     if not body.strip():
         raise AssignmentError(ErrorCode.INVALID_REQUEST, "the request body is empty; send a JSON object.")
     try:
-        return decoder.decode(body)
+        decoded = decoder.decode(body)
     except msgspec.ValidationError as exc:
         raise _invalid(exc) from None
     except msgspec.DecodeError as exc:
         raise AssignmentError(ErrorCode.INVALID_JSON, f"the request is not valid JSON: {exc}.") from None
+    except UnicodeDecodeError as exc:
+        raise AssignmentError(ErrorCode.INVALID_JSON, f"the request is not UTF-8 text: {exc.reason}.") from None
+    except RecursionError:
+        raise AssignmentError(ErrorCode.INVALID_JSON, "the request is nested too deep.") from None
+    if unique_keys:
+        check_unique_keys(body)
+    return decoded
+
+
+def check_unique_keys(body: bytes) -> None:
+    """No key twice in one object (msgspec keeps the last silently). Only for a body msgspec decoded."""
+    try:
+        json.loads(body, object_pairs_hook=_unique_keys)
+    except RecursionError:
+        raise AssignmentError(ErrorCode.INVALID_JSON, "the request is nested too deep.") from None
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> None:
+    """json.loads's hook: fails on a key twice in one object; builds nothing (only the check is wanted)."""
+    if len(pairs) > 1 and len({key for key, _ in pairs}) < len(pairs):
+        seen: set[str] = set()
+        duplicate = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        raise AssignmentError(
+            ErrorCode.INVALID_JSON, f"the key {duplicate[:100]!r} appears twice in one object; send it once."
+        )
 
 
 def convert(value: Any, type_: type[T]) -> T:

@@ -46,7 +46,7 @@ class Algorithm:
 
     def parse_params(self, raw: Mapping[str, Any] | None) -> BaseModel:
         try:
-            return self.params.model_validate(raw or {})
+            return self.params.model_validate(raw or {}, strict=True)  # "100" is not a number of milliseconds
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or "params"

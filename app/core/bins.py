@@ -236,6 +236,15 @@ class SortedRuns:
         self.runs: list[list[tuple]] = []
         self.maxes: list[tuple] = []
 
+    @classmethod
+    def of(cls, entries: list[tuple]) -> SortedRuns:
+        """The entries, sorted once into runs of RUN."""
+        made = cls()
+        ordered = sorted(entries)
+        made.runs = [ordered[i : i + cls.RUN] for i in range(0, len(ordered), cls.RUN)]
+        made.maxes = [run[-1] for run in made.runs]
+        return made
+
     def add(self, entry: tuple) -> None:
         runs, maxes = self.runs, self.maxes
         if not runs:

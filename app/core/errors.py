@@ -26,8 +26,16 @@ class ErrorCode(StrEnum):
     DELTA_TOO_LARGE = "delta_too_large"
     TOO_MANY_PARTITIONS = "too_many_partitions"
     TOO_LARGE_FOR_EXACT = "too_large_for_exact"
+    TOO_MANY_CONSUMERS = "too_many_consumers"
+    # replica placement (POST /v1/placements)
+    INVALID_BROKER = "invalid_broker"
+    INVALID_REPLICAS = "invalid_replicas"
+    REPLICA_TOO_LARGE = "replica_too_large"
+    TOO_MANY_REPLICAS = "too_many_replicas"
+    PLACEMENT_INFEASIBLE = "placement_infeasible"
     # the service and its state
     BODY_TOO_LARGE = "body_too_large"
+    UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
     UNAUTHORIZED = "unauthorized"
     FORBIDDEN = "forbidden"
     NOT_FOUND = "not_found"
@@ -35,6 +43,8 @@ class ErrorCode(StrEnum):
     METHOD_NOT_ALLOWED = "method_not_allowed"
     VERSION_CONFLICT = "version_conflict"
     STORE_UNAVAILABLE = "store_unavailable"
+    COMPUTE_BUSY = "compute_busy"
+    COMPUTE_TIMEOUT = "compute_timeout"
     INTERNAL_ERROR = "internal_error"
 
 

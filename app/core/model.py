@@ -19,6 +19,10 @@ from app.core.errors import AssignmentError
 PartitionKey = tuple[str, int]
 """(topic, partition)"""
 
+MAX_CONSUMERS = 100_000
+"""The most consumers one answer may have unless the caller sets another limit (the service's
+GROUPFIT_MAX_CONSUMERS): a count implied by the request is checked against it before anything is allocated."""
+
 ROUNDING = 1 + 1e-12
 """A load counts as within a capacity up to this factor: absorbs float rounding of summed rates."""
 
@@ -28,14 +32,38 @@ def within(load: float, capacity: float) -> bool:
     return load <= capacity * ROUNDING
 
 
-@lru_cache(maxsize=1 << 18)
+CACHED_ID_LENGTH = 32
+"""Sort keys of ids up to this long are cached (at most 2^14 of them, so a few MB at worst); longer ids,
+rare and possibly hostile, are split each time rather than filling memory."""
+
+
 def consumer_sort_key(consumer: str) -> tuple:
     """Natural order of consumer ids ("c2" before "c10"): the order bins are scanned and ties broken in."""
+    return _cached_sort_key(consumer) if len(consumer) <= CACHED_ID_LENGTH else _natural_key(consumer)
+
+
+def _natural_key(consumer: str) -> tuple:
     return tuple(int(chunk) if i % 2 else chunk for i, chunk in enumerate(re.split(r"(\d+)", consumer)))
+
+
+_cached_sort_key = lru_cache(maxsize=1 << 14)(_natural_key)
 
 
 def sorted_consumers(consumers: Iterable[str]) -> list[str]:
     return sorted(consumers, key=consumer_sort_key)
+
+
+def consumers_implied(implied: float, limit: int, what: str) -> int:
+    """⌈implied⌉ (a count of consumers such as Σ rate / C), refused with `too_many_consumers` above `limit`
+    (and when it is not finite) before any algorithm allocates that many."""
+    if not implied <= limit:  # also NaN and +inf
+        raise AssignmentError(
+            "too_many_consumers",
+            f"{what} is {implied:.6g} consumers, more than this service gives one answer ({limit}); "
+            "check the capacity and rates (same unit?) or the algorithm's parameters.",
+            {"implied_consumers": implied if implied < math.inf else None, "max_consumers": limit},
+        )
+    return max(0, math.ceil(implied - 1e-9))
 
 
 def capacity_from_throughput(consumer_throughput: float, iteration_s: float = 30.0, rebalance_s: float = 5.0) -> float:
@@ -71,6 +99,11 @@ class Problem:
     members: list[str] | None = None
     member_capacities: dict[str, float] = field(default_factory=dict)
     """A member's own capacity where it differs from C; any other consumer has C."""
+    max_consumers: int = MAX_CONSUMERS
+    """The most consumers an answer may have (`consumers_implied`)."""
+
+    def consumers_implied(self, implied: float, what: str) -> int:
+        return consumers_implied(implied, self.max_consumers, what)
 
     def capacity_of(self, consumer: str) -> float:
         """The most rate `consumer` may be given: its own capacity, else the request's C."""
@@ -139,11 +172,11 @@ class Problem:
     @cached_property
     def lower_bound(self) -> int:
         """⌈Σ s_j / C⌉: no assignment uses fewer consumers."""
-        return max(0, math.ceil(self.total_rate / self.capacity - 1e-9))
+        return self.consumers_implied(self.total_rate / self.capacity, "Σ rate / capacity")
 
 
 def validate_partitions(keys: list[PartitionKey], rates: list[float], lags: list[float | None]) -> None:
-    """Rates and lags finite and at least 0; each (topic, partition) once."""
+    """Rates and lags finite and at least 0, and so are their sums; each (topic, partition) once."""
     for name, values in (("rate", rates), ("lag", lags)):
         bad = [j for j, value in enumerate(values) if value is not None and not 0 <= value < math.inf]
         if bad:
@@ -152,6 +185,10 @@ def validate_partitions(keys: list[PartitionKey], rates: list[float], lags: list
                 "invalid_rate",
                 f"partition {keys[j][0]}/{keys[j][1]} has {name} {values[j]!r}; {name}s must be finite and at least 0.",
                 {"partitions": [keys[i] for i in bad[:20]]},
+            )
+        if not math.isfinite(sum(value for value in values if value is not None)):
+            raise AssignmentError(
+                "invalid_rate", f"the {name}s sum to more than the largest float; send them in a larger unit."
             )
     if len(set(keys)) != len(keys):
         counts = Counter(keys)
@@ -171,14 +208,19 @@ def build_problem(
     previous: Mapping[str, Sequence[PartitionKey]] | None = None,
     members: Sequence[str] | None = None,
     member_capacities: Mapping[str, float] | None = None,
+    max_consumers: int = MAX_CONSUMERS,
 ) -> Problem:
-    """Validate the semantic rules of a request (types are the caller's parser's job)."""
+    """Validate the semantic rules of a request (types are the caller's parser's job). The consumers it
+    implies (⌈Σ rate / C⌉, and the members) are checked against `max_consumers` before anything is built."""
     if not _positive(capacity):
         raise AssignmentError("invalid_capacity", f"capacity must be a finite number above 0, got {capacity!r}.")
     keys = list(keys)
     rates = [float(rate) for rate in rates]
     lags = [None] * len(keys) if lags is None else list(lags)
     validate_partitions(keys, rates, lags)
+    consumers_implied(math.fsum(rates) / capacity, max_consumers, "Σ rate / capacity")
+    if members is not None and len(members) > max_consumers:
+        consumers_implied(len(members), max_consumers, "the member count")
     previous_doc: dict[str, list[PartitionKey]] = {}
     owner_of: dict[PartitionKey, str] = {}
     for consumer, held in (previous or {}).items():
@@ -205,7 +247,7 @@ def build_problem(
         if any(not isinstance(m, str) or not m for m in member_list) or len(set(member_list)) != len(member_list):
             raise AssignmentError("invalid_members", "members must be distinct, non-empty consumer ids.")
     own = _member_capacities(member_capacities or {}, member_list, float(capacity))
-    return Problem(keys, rates, lags, float(capacity), previous_doc, member_list, own)
+    return Problem(keys, rates, lags, float(capacity), previous_doc, member_list, own, max_consumers)
 
 
 def _member_capacities(given: Mapping[str, float], members: list[str] | None, capacity: float) -> dict[str, float]:
@@ -226,4 +268,3 @@ def _member_capacities(given: Mapping[str, float], members: list[str] | None, ca
             {"consumers": sorted_consumers(bad)[:20]},
         )
     return {m: float(value) for m, value in given.items() if float(value) != capacity}
-

@@ -16,6 +16,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -79,14 +80,17 @@ def java() -> str:
     return _require("java", "Apache Kafka needs Java 17 or newer (Debian: apt-get install openjdk-17-jre-headless)")
 
 
+def _target(profile: str, maven_properties: Mapping[str, str]) -> Path:
+    settings = "-".join(f"{key}={value}" for key, value in sorted(maven_properties.items()))
+    return cache_dir() / f"{profile}-{hashlib.sha256(POM.read_bytes() + settings.encode()).hexdigest()[:12]}"
+
+
 def resolve_jars(profile: str, **maven_properties: str) -> Path:
     """The folder of jars that `profile` of deploy/kafka/pom.xml resolves to, running `mvn` only the first time.
 
     The folder's name carries the pom's hash and the properties, so editing the pom resolves again.
     """
-    settings = "-".join(f"{key}={value}" for key, value in sorted(maven_properties.items()))
-    digest = hashlib.sha256(POM.read_bytes() + settings.encode()).hexdigest()[:12]
-    target = cache_dir() / f"{profile}-{digest}"
+    target = _target(profile, maven_properties)
     if (target / ".complete").exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -126,9 +130,36 @@ def broker_jars() -> Path:
     return resolve_jars("broker")
 
 
-def spark_kafka_jars(spark_version: str) -> list[Path]:
-    """Spark's own Kafka source for `spark_version` and what it needs beyond Spark, for `spark.jars`."""
-    return sorted(resolve_jars("spark-connector", **{"spark.version": spark_version}).glob("*.jar"))
+def _cached(profile: str, **maven_properties: str) -> Path | None:
+    target = _target(profile, maven_properties)
+    return target if (target / ".complete").exists() else None
+
+
+def _artifact(jar: Path) -> str:
+    """A jar's artifact name without its version: hadoop-client-api-3.5.0.jar → hadoop-client-api."""
+    return re.sub(r"-\d[^-]*\.jar$", "", jar.name)
+
+
+def spark_kafka_jars(spark_version: str, spark_jars_dir: Path | None = None) -> list[Path]:
+    """Spark's own Kafka source (spark-sql-kafka-0-10) for `spark_version` and the jars it needs that Spark does
+    not ship (those in `spark_jars_dir` are left out, so no class is on the path twice), for `spark.jars`.
+
+    Maven Central may not carry a patch release yet (PySpark 4.2.1 is on PyPI, its connector is not): then the
+    minor's first release (x.y.0) is used, since Spark keeps a minor's patch releases binary compatible.
+    """
+    candidates = list(dict.fromkeys([spark_version, ".".join(spark_version.split(".")[:2]) + ".0"]))
+    # A cached folder first: a second run needs no network, not even to learn that a patch is still missing.
+    folder = next((f for v in candidates if (f := _cached("spark-connector", **{"spark.version": v}))), None)
+    if folder is None:
+        for version in candidates:
+            try:
+                folder = resolve_jars("spark-connector", **{"spark.version": version})
+                break
+            except KafkaSetupError:
+                if version == candidates[-1]:
+                    raise
+    shipped = {_artifact(jar) for jar in spark_jars_dir.glob("*.jar")} if spark_jars_dir else set()
+    return sorted(jar for jar in folder.glob("*.jar") if _artifact(jar) not in shipped)
 
 
 def random_cluster_id() -> str:
@@ -250,6 +281,8 @@ class ApacheKafka:
             "default.replication.factor": replicas,
             # A group's first rebalance at once: tests and the demo start members one after another.
             "group.initial.rebalance.delay.ms": "0",
+            # Kafka's 50 offsets partitions take seconds to create on a fresh node; a local cluster needs few.
+            "offsets.topic.num.partitions": "4",
         }
         if node.port is not None:
             config["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{node.port}"
@@ -325,7 +358,8 @@ class ApacheKafka:
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "logger": _quiet_logger()})
+        # log_level 0: librdkafka's connection-refused lines while the broker starts are expected.
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 0})
         while True:
             for node in self.nodes:
                 if node.process is not None and node.process.poll() is not None:
@@ -336,9 +370,21 @@ class ApacheKafka:
             with contextlib.suppress(KafkaException):
                 metadata = admin.list_topics(timeout=2)
                 if len(metadata.brokers) == self.brokers and metadata.cluster_id == self.cluster_id:
-                    return
+                    break
             if time.monotonic() > deadline:
                 raise KafkaSetupError(f"Apache Kafka did not answer metadata in time.\n{self.logs_tail()}")
+            time.sleep(0.2)
+        # The group coordinator creates __consumer_offsets on the first group request and answers "not
+        # coordinator" until it has loaded: ask now, so a caller's first commit or join never meets that.
+        # DescribeGroups, not OffsetFetch: librdkafka's admin OffsetFetch crashes on a "loading" answer.
+        while True:
+            # exception(), not result(): a raised error's traceback would keep this frame, and the admin client
+            # with it, alive until interpreter exit, where librdkafka's teardown can hang.
+            probe = admin.describe_consumer_groups(["groupfit-broker-ready"], request_timeout=5)
+            if probe["groupfit-broker-ready"].exception() is None:
+                return
+            if time.monotonic() > deadline:
+                raise KafkaSetupError(f"Apache Kafka's group coordinator did not start in time.\n{self.logs_tail()}")
             time.sleep(0.2)
 
     def stop(self, timeout: float = 30.0) -> None:
@@ -365,13 +411,3 @@ class ApacheKafka:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def _quiet_logger():
-    """librdkafka's connection-refused lines while the broker starts are expected: keep them out of stderr."""
-    import logging
-
-    logger = logging.getLogger("groupfit.kafka.wait")
-    logger.propagate = False
-    logger.addHandler(logging.NullHandler())
-    return logger

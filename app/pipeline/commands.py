@@ -18,7 +18,13 @@ OPTIONS = [
     ("--trigger-s", "TRIGGER_S", "5", "micro-batch interval, seconds"),
     ("--checkpoint-dir", "CHECKPOINT_DIR", "checkpoints/rates", "where the query keeps its offsets"),
     ("--master", "MASTER", "local[*]", "Spark master (ignored under spark-submit, which sets it)"),
-    ("--source", "SOURCE", "python", "python (built-in Data Source) or kafka (Spark's connector)"),
+    (
+        "--source",
+        "SOURCE",
+        "kafka",
+        "kafka (Spark's Kafka connector), python (groupfit's Python Data Source) or logdirs (log-size deltas "
+        "from DescribeLogDirs, no records read)",
+    ),
     ("--starting-offsets", "STARTING_OFFSETS", "latest", "earliest or latest, for a new checkpoint"),
 ]
 
@@ -33,11 +39,13 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.pipeline.job import JobOptions, spark_session, start
+    from app.pipeline.job import SOURCES, JobOptions, spark_session, start
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if not args.topics:
         raise SystemExit("groupfit rates-job: --topics (or GROUPFIT_RATES_TOPICS) is required")
+    if args.source not in SOURCES:
+        raise SystemExit(f"groupfit rates-job: --source {args.source!r} is not one of {', '.join(SOURCES)}")
     service_group = args.service_group or args.consumer_group
     if not service_group:
         raise SystemExit("groupfit rates-job: give --service-group or --consumer-group")

@@ -2,8 +2,13 @@
 window → bytes/s, plus each partition's lag for a consumer group, written to the service every
 micro-batch with PUT /v1/groups/{group}/rates.
 
-Runs embedded on local[*] or unchanged under spark-submit; the source is the Python Data Source in
-app.pipeline.source, or Spark's built-in `kafka` format where its connector is installed.
+Runs embedded on local[*] or unchanged under spark-submit. Sources (`--source`):
+- `kafka` (default): Spark's own Kafka connector (spark-sql-kafka-0-10). Under spark-submit it comes from
+  `--packages`; started from Python, its jars for the installed PySpark are resolved from Maven Central once
+  (deploy/kafka/pom.xml, cached) and given as `spark.jars`.
+- `python`: the Python Data Source in app.pipeline.source (confluent-kafka; no jars needed).
+- `logdirs`: no records read at all: the partitions' log sizes from DescribeLogDirs, sampled every trigger,
+  and the rate as the size delta over the window (Landau et al. §V-A's monitor; app.pipeline.logdirs).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ class JobOptions:
     trigger_s: float = 5.0
     checkpoint_dir: str = "checkpoints/rates"
     master: str = "local[*]"
-    source: str = "python"  # or "kafka": Spark's built-in connector
+    source: str = "kafka"  # Spark's connector; "python" (the Python Data Source) or "logdirs" (log-size deltas)
     starting_offsets: str = "latest"
     extra_spark_conf: dict[str, str] = field(default_factory=dict)
 
@@ -47,13 +52,14 @@ def windowed_bytes(records: Any, window_s: int, slide_s: int) -> Any:
     return (
         records.withWatermark("timestamp", f"{window_s} seconds")
         .groupBy(F.window("timestamp", f"{window_s} seconds", f"{slide_s} seconds"), "topic", "partition")
-        .agg(F.sum("size").alias("bytes"))
+        .agg(F.sum("size").alias("bytes"), F.max("timestamp").alias("last_record"))
         .select(
             "topic",
             "partition",
             F.col("window.start").alias("window_start"),
             F.col("window.end").alias("window_end"),
             "bytes",
+            "last_record",
         )
     )
 
@@ -91,21 +97,22 @@ def _utc(value: dt.datetime) -> dt.datetime:
     return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
 
 
-def consumer_lags(bootstrap: str, topics: list[str], group: str | None) -> dict[tuple[str, int], int]:
-    """End offset − committed offset of `group` per partition (from the beginning when it never committed)."""
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-    from confluent_kafka.admin import AdminClient
-
-    from app.pipeline.source import end_offsets
-
-    ends = end_offsets(bootstrap, topics, "latest")
-    if group is None:
+def consumer_lags(
+    bootstrap: str, group: str | None, ends: dict[str, int], topics: list[str]
+) -> dict[tuple[str, int], int]:
+    """End offset − committed offset of `group` per partition (from the log start when it never committed),
+    both from the admin client: ListOffsets and OffsetFetch."""
+    if group is None or not ends:
         return {}
-    starts = end_offsets(bootstrap, topics, "earliest")
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    from app.pipeline.source import admin_client, end_offsets
+
     wanted = [TopicPartition(t, int(p)) for key in ends for t, _, p in [key.rpartition("/")]]
     request = [ConsumerGroupTopicPartitions(group, wanted)]
-    committed = admin.list_consumer_group_offsets(request, request_timeout=10)[group].result()
+    committed = admin_client(bootstrap).list_consumer_group_offsets(request, request_timeout=10)[group].result()
+    never = [tp for tp in committed.topic_partitions if tp.offset < 0]
+    starts = end_offsets(bootstrap, topics, "earliest") if never else {}
     lags = {}
     for tp in committed.topic_partitions:
         key = f"{tp.topic}/{tp.partition}"
@@ -130,27 +137,35 @@ class ServiceSink:
         from app.pipeline.source import end_offsets
 
         started = time.perf_counter()
-        self.book.update(row.asDict() for row in batch.collect())
-        partitions = [
-            (t, int(p))
-            for key in end_offsets(self.options.bootstrap_servers, self.options.topics, "latest")
-            for t, _, p in [key.rpartition("/")]
-        ]
-        rates, window_end = self.book.rates(dt.datetime.now(dt.UTC), partitions)
+        rows = [row.asDict() for row in batch.collect()]
+        self.book.update(rows)
+        ends = end_offsets(self.options.bootstrap_servers, self.options.topics, "latest")
+        partitions = [(t, int(p)) for key in ends for t, _, p in [key.rpartition("/")]]
+        # A window is complete once the job has read past its end: up to the newest record of this batch, or,
+        # when the batch read none (nothing new in the topics), up to now. Wall-clock time alone would take a
+        # window as complete while its last records still wait to be read (a busy job reported 2 % of the rate).
+        horizon = max((_utc(row["last_record"]) for row in rows), default=dt.datetime.now(dt.UTC))
+        rates, window_end = self.book.rates(horizon, partitions)
         if window_end is None:
             return  # no complete window yet
-        try:
-            lags = consumer_lags(self.options.bootstrap_servers, self.options.topics, self.options.consumer_group)
-        except Exception as exc:
-            log.warning("could not read the lag of %s: %s", self.options.consumer_group, exc)
-            lags = {}
-        self.put([PartitionRate(t, p, rate, lags.get((t, p))) for (t, p), rate in sorted(rates.items())], window_end)
+        self.publish(rates, window_end, ends)
         log.info(
             "batch %s: %d partitions, window ending %s, %.0f ms",
             batch_id,
             len(rates),
             window_end.isoformat(),
             (time.perf_counter() - started) * 1000,
+        )
+
+    def publish(self, rates: dict[tuple[str, int], float], window_end: dt.datetime, ends: dict[str, int]) -> bool:
+        """PUT the rates with each partition's lag (`ends`: the end offsets, {"topic/partition": offset})."""
+        try:
+            lags = consumer_lags(self.options.bootstrap_servers, self.options.consumer_group, ends, self.options.topics)
+        except Exception as exc:
+            log.warning("could not read the lag of %s: %s", self.options.consumer_group, exc)
+            lags = {}
+        return self.put(
+            [PartitionRate(t, p, rate, lags.get((t, p))) for (t, p), rate in sorted(rates.items())], window_end
         )
 
     def put(self, partitions: list[PartitionRate], window_end: dt.datetime) -> bool:
@@ -167,9 +182,29 @@ class ServiceSink:
         return False
 
 
+SOURCES = ("kafka", "python", "logdirs")
+
+
+def connector_jars() -> list[str]:
+    """Spark's Kafka connector for the installed PySpark when this process starts Spark's JVM itself; none when
+    spark-submit started it (its `--packages` or `--jars` brought the connector) or a session already runs."""
+    import pyspark
+    from pyspark import SparkContext
+
+    if os.environ.get("PYSPARK_GATEWAY_PORT") or SparkContext._active_spark_context is not None:
+        return []
+    from pathlib import Path
+
+    from app.local.kafka import spark_kafka_jars
+
+    return [str(jar) for jar in spark_kafka_jars(pyspark.__version__, Path(pyspark.__file__).parent / "jars")]
+
+
 def spark_session(options: JobOptions) -> Any:
     from pyspark.sql import SparkSession
 
+    if options.source not in SOURCES:
+        raise ValueError(f"unknown source {options.source!r}: choose one of {', '.join(SOURCES)}")
     # Python workers must import app.pipeline.source: run them with this interpreter (its venv).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
@@ -180,6 +215,10 @@ def spark_session(options: JobOptions) -> Any:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "1g")
     )
+    # The Kafka source needs the connector; logdirs calls Kafka's Java Admin client, from the same jars.
+    jars = connector_jars() if options.source != "python" else []
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
     for key, value in options.extra_spark_conf.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
@@ -195,6 +234,8 @@ def records(spark: Any, options: JobOptions) -> Any:
             .option("kafka.bootstrap.servers", options.bootstrap_servers)
             .option("subscribe", ",".join(options.topics))
             .option("startingOffsets", options.starting_offsets)
+            # Records deleted by retention before the job read them are only missing bytes, not a reason to stop.
+            .option("failOnDataLoss", "false")
             .load()
         )
         return raw.select(
@@ -219,8 +260,15 @@ def records(spark: Any, options: JobOptions) -> Any:
 
 
 def start(spark: Any, options: JobOptions, sink: ServiceSink | None = None) -> Any:
-    """Start the streaming query; returns it (call awaitTermination() or stop())."""
+    """Start the streaming query (for `logdirs`, the driver's sampling loop); returns it (call
+    awaitTermination() or stop())."""
     sink = sink or ServiceSink(options)
+    if options.source == "logdirs":
+        from app.pipeline.logdirs import LogDirsMonitor
+
+        monitor = LogDirsMonitor(spark, options, sink)
+        monitor.start()
+        return monitor
     windows = windowed_bytes(records(spark, options), options.window_s, options.slide_s)
     return (
         windows.writeStream.outputMode("update")

@@ -9,6 +9,7 @@ offset, timestamp, size (key + value bytes).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -26,7 +27,7 @@ class KafkaPartitionRange(InputPartition):
 
 class KafkaSource(DataSource):
     """Options: bootstrap.servers, topics (comma-separated), startingOffsets (earliest | latest),
-    poll.timeout.s (how long a read waits for records the offsets promised, default 10)."""
+    poll.timeout.s (how long a read waits for more of the records the offsets promised, default 10)."""
 
     @classmethod
     def name(cls) -> str:
@@ -101,7 +102,10 @@ class KafkaStreamReader(DataSourceStreamReader):
             deadline = time.monotonic() + self.poll_timeout_s
             done = False
             while not done and time.monotonic() < deadline:
-                for message in consumer.consume(num_messages=5000, timeout=0.5):
+                messages = consumer.consume(num_messages=5000, timeout=0.5)
+                if messages:  # the timeout is for waiting on records that do not come, not for reading many
+                    deadline = time.monotonic() + self.poll_timeout_s
+                for message in messages:
                     error = message.error()
                     if error is not None:
                         if error.code() == KafkaError._PARTITION_EOF:
@@ -125,12 +129,20 @@ class KafkaStreamReader(DataSourceStreamReader):
             consumer.close()
 
 
+@functools.cache
+def admin_client(bootstrap: str) -> Any:
+    """One admin client per cluster and process (thread-safe; the driver asks every micro-batch)."""
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
 def end_offsets(bootstrap: str, topics: list[str], which: str) -> dict[str, int]:
     """{"topic/partition": offset} of the earliest or latest offset of every partition of the topics."""
     from confluent_kafka import TopicPartition
-    from confluent_kafka.admin import AdminClient, OffsetSpec
+    from confluent_kafka.admin import OffsetSpec
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = admin_client(bootstrap)
     metadata = admin.list_topics(timeout=10)
     spec = OffsetSpec.earliest() if which == "earliest" else OffsetSpec.latest()
     wanted = {

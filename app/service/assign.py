@@ -3,27 +3,57 @@ next version by compare-and-set, with its history entry and idempotency record."
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 import msgspec
 
-from app.codec.assign import AssignRequest, AssignResponse, answer_of, capacity_of, previous_of, problem_of
-from app.codec.wire import PartitionRate, convert, encode
+from app.codec.assign import (
+    AssignRequest,
+    AssignResponse,
+    Move,
+    answer_of,
+    capacity_of,
+    previous_of,
+    problem_of,
+    with_version,
+)
+from app.codec.groups import HISTORY_MOVES
+from app.codec.wire import PartitionRate, check_unique_keys, convert, encode
 from app.core.algorithm import get_algorithm
 from app.core.assign import Outcome, solve
 from app.core.errors import AssignmentError, ErrorCode
-from app.core.model import PartitionKey
+from app.core.model import MAX_CONSUMERS, PartitionKey, within
 from app.service.clock import now
+from app.service.compute import ComputePool
 from app.settings import Settings
 from app.store.groups import GroupStore, Replay, StoredGroup
 
-INLINE_PARTITIONS = 5000
-"""Smaller requests are computed on the event loop: a thread hop costs more than ~1 ms of work."""
+CHEAP_ALGORITHMS = frozenset(
+    {
+        "nf",
+        "ff",
+        "bf",
+        "wf",
+        "nfd",
+        "ffd",
+        "bfd",
+        "wfd",
+        "mwf",
+        "mbf",
+        "mwfp",
+        "mbfp",
+        "range",
+        "roundrobin",
+        "sticky",
+        "linear",
+    }
+)
+"""Algorithms whose work grows as n log n with the request's size, with no search budget: up to
+GROUPFIT_COMPUTE_INLINE_PARTITIONS they take about a millisecond and are computed on the event loop (a
+worker round trip would cost more). Every other algorithm, and every larger request, goes to the pool."""
 
 
 class Observer(Protocol):
@@ -31,17 +61,25 @@ class Observer(Protocol):
 
     def computed(self, algorithm: str, seconds: float) -> None: ...
 
-    def stored(self, group: str, outcome: Outcome) -> None: ...
+    def stored(self, group: str, computed: Computed) -> None: ...
+
+    def answered(self, algorithm: str, mode: str) -> None: ...
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(msgspec.Struct, frozen=True, kw_only=True):
     max_partitions: int
     max_dense_cells: int
+    max_consumers: int = MAX_CONSUMERS
+    max_time_limit_ms: int | None = None
 
     @classmethod
     def of(cls, settings: Settings) -> Limits:
-        return cls(settings.max_partitions, settings.max_dense_cells)
+        return cls(
+            max_partitions=settings.max_partitions,
+            max_dense_cells=settings.max_dense_cells,
+            max_consumers=settings.max_consumers,
+            max_time_limit_ms=settings.max_exact_time_limit_ms,
+        )
 
 
 def compute(
@@ -51,9 +89,8 @@ def compute(
     capacity: float,
     dense: bool,
     limits: Limits,
-    observer: Observer | None = None,
-) -> tuple[Outcome, AssignResponse]:
-    """The pure part: validate, solve, build the answer. No store, no HTTP."""
+) -> tuple[Outcome, AssignResponse, float]:
+    """The pure part: validate, solve, build the answer (and the seconds the algorithm took). No store, no HTTP."""
     if len(partitions) > limits.max_partitions:
         raise AssignmentError(
             ErrorCode.TOO_MANY_PARTITIONS,
@@ -61,18 +98,87 @@ def compute(
         )
     algorithm = get_algorithm(request.algorithm)
     params = algorithm.parse_params(request.params)
-    problem = problem_of(request, partitions, previous, capacity)
+    budget = getattr(params, "time_limit_ms", None)
+    if budget is not None and limits.max_time_limit_ms is not None and budget > limits.max_time_limit_ms:
+        raise AssignmentError(
+            ErrorCode.INVALID_PARAMETER,
+            f"time_limit_ms {budget} is above this service's limit ({limits.max_time_limit_ms}); ask for less.",
+            {"max_time_limit_ms": limits.max_time_limit_ms},
+        )
+    problem = problem_of(request, partitions, previous, capacity, limits.max_consumers)
     started = time.perf_counter()
     outcome = solve(problem, algorithm, params)
-    if observer is not None:
-        observer.computed(algorithm.name, time.perf_counter() - started)
+    seconds = time.perf_counter() - started
     if dense and outcome.dense_delta_size() > limits.max_dense_cells:
         raise AssignmentError(
             ErrorCode.DELTA_TOO_LARGE,
             f"the dense delta would have {outcome.dense_delta_size()} cells (limit {limits.max_dense_cells}); "
             "use the sparse delta (the default).",
         )
-    return outcome, answer_of(outcome, dense)
+    return outcome, answer_of(outcome, dense), seconds
+
+
+class AssignJob(msgspec.Struct, array_like=True):
+    """Everything one computation needs, sent to a compute worker as MessagePack."""
+
+    request: AssignRequest
+    partitions: list[PartitionRate]
+    previous: dict[str, list[tuple[str, int]]]
+    capacity: float
+    dense: bool
+    limits: Limits
+    body: bytes = b""
+    """The request as sent, when its duplicate-key check is left to the job (`check_unique_keys`)."""
+
+
+class Computed(msgspec.Struct, array_like=True):
+    """What the server needs of a computation: the answer's JSON (version null: the store numbers it) and
+    what is stored and observed of it."""
+
+    answer: bytes
+    assignment: bytes
+    algorithm: str
+    capacity: float
+    rscore: float
+    consumer_count: int
+    lower_bound: int
+    moves_count: int
+    moved_rate: float
+    top_moves: list[Move]
+    """the moves of the largest rate (at most HISTORY_MOVES), for the history"""
+    overloaded_consumers: int
+    seconds: float
+
+
+def run_job(job: AssignJob) -> Computed:
+    if job.body:
+        check_unique_keys(job.body)
+    outcome, answer, seconds = compute(job.request, job.partitions, job.previous, job.capacity, job.dense, job.limits)
+    answer.group = job.request.group
+    keys = outcome.problem.keys
+    return Computed(
+        encode(answer),
+        encode({c: [keys[j] for j in held] for c, held in outcome.assignment.items()}),
+        outcome.algorithm,
+        outcome.problem.capacity,
+        outcome.rscore,
+        outcome.consumer_count,
+        outcome.problem.lower_bound,
+        len(outcome.moved),
+        sum(move.rate for move in answer.moves),
+        sorted(answer.moves, key=lambda move: -move.rate)[:HISTORY_MOVES],
+        sum(1 for c, load in outcome.loads.items() if not within(load, outcome.problem.capacity_of(c))),
+        seconds,
+    )
+
+
+_JOB = msgspec.msgpack.Decoder(AssignJob)
+_COMPUTED = msgspec.msgpack.Decoder(Computed)
+
+
+def assign_job(payload: bytes) -> bytes:
+    """The compute worker's entry: an encoded AssignJob → an encoded Computed."""
+    return msgspec.msgpack.encode(run_job(_JOB.decode(payload)))
 
 
 def answer_request(request: AssignRequest, dense: bool, limits: Limits) -> AssignResponse:
@@ -83,15 +189,29 @@ def answer_request(request: AssignRequest, dense: bool, limits: Limits) -> Assig
 
 
 class AssignService:
-    def __init__(self, store: GroupStore, settings: Settings, observer: Observer | None = None) -> None:
+    def __init__(
+        self, store: GroupStore, settings: Settings, pool: ComputePool, observer: Observer | None = None
+    ) -> None:
         self.store = store
         self.limits = Limits.of(settings)
+        self.inline_partitions = settings.compute_inline_partitions
+        self.pool = pool
         self.observer = observer
 
-    async def assign(self, request: AssignRequest, dense: bool, idempotency_key: str | None) -> bytes:
+    async def assign(
+        self,
+        request: AssignRequest,
+        dense: bool,
+        idempotency_key: str | None,
+        gone: Callable[[], Awaitable[object]] | None = None,
+        body: bytes | None = None,
+    ) -> bytes:
         """The answer as JSON: computed, and stored as the group's next version when a group is named (not on
-        a dry run). A retry with the same Idempotency-Key and request gets the first answer again."""
+        a dry run). A retry with the same Idempotency-Key and request gets the first answer again. `gone`
+        returns when the client has gone away (its computation is then stopped); `body`, the request as
+        sent when its duplicate keys are still to be checked."""
         group, store = request.group, self.store
+        get_algorithm(request.algorithm)  # an unknown name fails here, before any wait for a worker
         fingerprint = ""  # of the request an Idempotency-Key stands for; only computed when it is stored
         if group and idempotency_key:
             fingerprint = hashlib.sha256(encode(request) + (b"dense" if dense else b"sparse")).hexdigest()
@@ -106,16 +226,24 @@ class AssignService:
         if previous is None:
             previous = stored.assignment if stored else {}
         capacity = capacity_of(request, stored.capacity if stored else None)
-
-        def run() -> tuple[Outcome, AssignResponse]:
-            return compute(request, partitions, previous, capacity, dense, self.limits, self.observer)
-
-        # large requests in a thread so health checks and other requests are not held up meanwhile
-        outcome, answer = run() if len(partitions) < INLINE_PARTITIONS else await asyncio.to_thread(run)
-        answer.group = group
+        # the partitions and previous assignment travel once, beside the request
+        lean = msgspec.structs.replace(request, partitions=None, previous=None)
+        job = AssignJob(lean, list(partitions), previous, capacity, dense, self.limits, body or b"")
+        computed = await self.run(job, gone)
+        if self.observer is not None:
+            self.observer.computed(computed.algorithm, computed.seconds)
         if not group or request.dry_run:
-            return encode(answer)
-        return await self._store_version(request, group, stored, outcome, answer, idempotency_key, fingerprint)
+            if self.observer is not None:
+                self.observer.answered(computed.algorithm, "dry_run" if request.dry_run else "stateless")
+            return computed.answer
+        return await self._store_version(request, group, stored, computed, idempotency_key, fingerprint)
+
+    async def run(self, job: AssignJob, gone: Callable[[], Awaitable[object]] | None = None) -> Computed:
+        """The computation: on the event loop when it is cheap and small, else in a compute worker."""
+        size = len(job.partitions) + len(job.request.members or ()) + sum(map(len, job.previous.values()))
+        if job.request.algorithm in CHEAP_ALGORITHMS and size <= self.inline_partitions:
+            return run_job(job)
+        return _COMPUTED.decode(await self.pool.run(assign_job, msgspec.msgpack.encode(job), gone))
 
     async def _stored_rates(self, group: str | None) -> list[PartitionRate]:
         if not group:
@@ -136,30 +264,31 @@ class AssignService:
         request: AssignRequest,
         group: str,
         stored: StoredGroup | None,
-        outcome: Outcome,
-        answer: AssignResponse,
+        computed: Computed,
         idempotency_key: str | None,
         fingerprint: str,
     ) -> bytes:
         expected = (
             request.expected_version if request.expected_version is not None else (stored.version if stored else 0)
         )
-        keys, updated_at = outcome.problem.keys, now()
+        updated_at = now()
         write = await self.store.write_version(
             group,
             expected,
-            outcome.algorithm,
-            outcome.problem.capacity,
-            {c: [keys[j] for j in held] for c, held in outcome.assignment.items()},
+            computed.algorithm,
+            computed.capacity,
+            computed.assignment,
             updated_at,
             {
-                "algorithm": outcome.algorithm,
-                "rscore": outcome.rscore,
-                "consumer_count": outcome.consumer_count,
-                "moves_count": len(outcome.moved),
+                "algorithm": computed.algorithm,
+                "rscore": computed.rscore,
+                "consumer_count": computed.consumer_count,
+                "moves_count": computed.moves_count,
                 "updated_at": updated_at,
+                "moved_rate": computed.moved_rate,
+                "moves": computed.top_moves,
             },
-            Replay(idempotency_key, fingerprint, encode(answer)) if idempotency_key else None,
+            Replay(idempotency_key, fingerprint, computed.answer) if idempotency_key else None,
         )
         if write.replay is not None:  # a concurrent request with the same Idempotency-Key was stored first
             return _replayed(write.replay, fingerprint)
@@ -170,10 +299,9 @@ class AssignService:
                 f"read it again and retry with expected_version={write.version}.",
                 {"current_version": write.version, "expected_version": expected},
             )
-        answer.version = write.version
         if self.observer is not None:
-            self.observer.stored(group, outcome)
-        return encode(answer)
+            self.observer.stored(group, computed)
+        return with_version(computed.answer, write.version)
 
 
 def _replayed(replay: Replay, fingerprint: str) -> bytes:

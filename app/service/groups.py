@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 
 from app.codec.assign import assignment_refs
@@ -61,7 +62,9 @@ class GroupService:
             ) from None
         updated_at = now()
         await self.store.put_rates(
-            group, {"partitions": partitions, "window_end": update.window_end, "updated_at": updated_at}
+            group,
+            {"partitions": partitions, "window_end": update.window_end, "updated_at": updated_at},
+            time.time_ns() // 1_000_000,
         )
         return RatesAck(group, len(partitions), update.window_end, updated_at)
 

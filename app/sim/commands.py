@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
 from app.core.algorithm import PAPER_ALGORITHMS
 from app.sim.stream import DELTAS, dump_stream, generate_stream, load_stream
+
+DEFAULT_CAPACITY = 100.0
+DEFAULT_ITERATION_S = 30.0  # the paper's iteration (§VI-C)
+DEFAULT_THROUGHPUT = 133.0  # the paper's C̄ (§VI-C)
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
@@ -38,8 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
         source = parser.add_mutually_exclusive_group(required=True)
         source.add_argument("--stream", help="JSON list of measurements, topic → {partition: rate}")
         source.add_argument("--generate", action="store_true", help="the paper's δ sweep on generated streams")
+        source.add_argument("--group", help="a group's rates history, read from the service at --url")
         parser.add_argument("--out", required=True, help="directory for index.html, the PNGs and results.json")
-        parser.add_argument("--capacity", type=float, default=100.0)
+        parser.add_argument("--capacity", type=float, help="default 100; with --group, the group's stored capacity")
+        parser.add_argument("--url", default="http://127.0.0.1:8000", help="--group: the groupfit service")
+        parser.add_argument("--token", default=os.environ.get("GROUPFIT_TOKEN"), help="--group: bearer token")
+        parser.add_argument("--windows", type=int, default=1000, help="--group: the newest this many windows")
         parser.add_argument(
             "--kafka",
             default="",
@@ -52,11 +61,18 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
         parser.add_argument("--seed", type=int, default=1, help="--generate: the stream of δ uses seed + δ")
     parser.add_argument(
         "--algorithms",
-        default=",".join(PAPER_ALGORITHMS),
-        help="comma-separated registered names and kd_<N> (Kafka's equal-count assignment, N consumers)",
+        default=None,
+        help="comma-separated registered names, kd_<N> (Kafka's equal-count assignment, N consumers) and "
+        "repack@<W> (default: the paper's twelve; a stream report adds repack and its consumer-weight sweep)",
     )
-    parser.add_argument("--consumer-throughput", type=float, default=133.0, help="C̄, real consumer throughput")
-    parser.add_argument("--iteration-s", type=float, default=30.0)
+    parser.add_argument(
+        "--consumer-throughput",
+        type=float,
+        help="C̄, real consumer throughput (default 133; report --group: 1.33 × the group's capacity, the paper's ratio)",
+    )
+    parser.add_argument(
+        "--iteration-s", type=float, help="default 30; report --group: the median time between the stored windows"
+    )
     parser.add_argument("--rebalance-s", type=float, default=5.0)
     parser.add_argument(
         "--optimum",
@@ -81,7 +97,12 @@ def run(args: argparse.Namespace) -> int:
                 f"wrote {args.measurements} measurements of {args.partitions} partitions to {args.out}", file=sys.stderr
             )
         return 0
-    algorithms = [name.strip() for name in args.algorithms.split(",") if name.strip()]
+    if args.algorithms is not None:
+        algorithms = [name.strip() for name in args.algorithms.split(",") if name.strip()]
+    elif args.command == "report" and not args.generate:  # the sweep over δ would take half an hour more
+        algorithms = [*PAPER_ALGORITHMS, "repack"]
+    else:
+        algorithms = list(PAPER_ALGORITHMS)
     if args.command == "report":
         return report(args, algorithms)
     import msgspec
@@ -95,7 +116,9 @@ def run(args: argparse.Namespace) -> int:
         "capacity": args.capacity,
         "algorithms": algorithms,
         "latency": LatencyOptions(
-            consumer_throughput=args.consumer_throughput, iteration_s=args.iteration_s, rebalance_s=args.rebalance_s
+            consumer_throughput=args.consumer_throughput or DEFAULT_THROUGHPUT,
+            iteration_s=args.iteration_s or DEFAULT_ITERATION_S,
+            rebalance_s=args.rebalance_s,
         )
         if args.latency
         else None,
@@ -126,23 +149,36 @@ def report(args: argparse.Namespace, algorithms: list[str]) -> int:
     from app.sim.report import stream_report, sweep, sweep_report
 
     check_names(algorithms)
-    model = LatencyModel(args.consumer_throughput, args.iteration_s, args.rebalance_s)
     started = time.perf_counter()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)  # fail on an unusable folder before the work, not after
     best = args.optimum_time_limit_ms if args.optimum else None
+    capacity, iteration_s = args.capacity or DEFAULT_CAPACITY, args.iteration_s or DEFAULT_ITERATION_S
+    if args.group:
+        from app.sim.history import fetch_history
+        from app.sim.latency import THROUGHPUT_PER_CAPACITY
+
+        history = fetch_history(args.url, args.group, args.token, args.windows)
+        capacity, iteration_s = args.capacity or history.capacity, args.iteration_s or history.iteration_s
+        throughput = args.consumer_throughput or capacity * THROUGHPUT_PER_CAPACITY
+        model = LatencyModel(throughput, iteration_s, args.rebalance_s)
+        kafka = [int(n) for n in args.kafka.split(",") if n.strip()]
+        path = stream_report(history.stream, capacity, algorithms, kafka, model, out, best)
+        print(f"{path} ({len(history.stream)} windows of {args.group}, {time.perf_counter() - started:.1f} s)")
+        return 0
+    model = LatencyModel(args.consumer_throughput or DEFAULT_THROUGHPUT, iteration_s, args.rebalance_s)
     if args.generate:
         deltas = [int(d) for d in args.deltas.split(",") if d.strip()]
-        results = sweep(args.partitions, args.measurements, args.capacity, args.seed, algorithms, deltas, best)
+        results = sweep(args.partitions, args.measurements, capacity, args.seed, algorithms, deltas, best)
         path = sweep_report(
             results,
             out,
             f"groupfit δ sweep: {args.partitions} partitions × {args.measurements} "
-            f"measurements, C = {args.capacity:g}, seeds {args.seed} + δ",
+            f"measurements, C = {capacity:g}, seeds {args.seed} + δ",
         )
     else:
         kafka = [int(n) for n in args.kafka.split(",") if n.strip()]
-        path = stream_report(load_stream(args.stream), args.capacity, algorithms, kafka, model, out, best)
+        path = stream_report(load_stream(args.stream), capacity, algorithms, kafka, model, out, best)
     print(f"{path} ({time.perf_counter() - started:.1f} s)")
     return 0
 

@@ -10,7 +10,7 @@ the rebalanced queue with what is left, R_R = C̄ − R_F.
 
 Every queue-iteration is a line segment of latencies over its bytes, so the latency of all bytes is a
 mixture of uniform distributions over segments: percentiles are found by bisection on the latency value
-(to 1e-9 relative), histograms by measuring each segment's bytes in each bin.
+(to 1e-9 relative), the CDF by measuring each segment's bytes at or below a value.
 
 Two choices the text leaves open:
 - The first iteration. Δ(k), hence P_R and P_F, exist for k > 1 (Eq. 9, 16-17), so latency is measured
@@ -31,6 +31,9 @@ import numpy as np
 
 from app.core.assign import Outcome
 from app.core.errors import AssignmentError
+
+THROUGHPUT_PER_CAPACITY = 133.0 / 100.0
+"""C̄/C of the paper's evaluation (§VI-C): the model's default for a group whose C̄ is not given."""
 
 PERCENTILES = {"p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
 
@@ -111,11 +114,6 @@ class Segments:
         figures["max"] = math.inf if np.isinf(self.slope).any() else self.finite_max()
         figures["above_zero"] = self.bytes - self.count_at_most(0.0)
         return figures
-
-    def histogram(self, edges: np.ndarray) -> np.ndarray:
-        """Bytes per latency bin (edges ascending; the last bin is closed)."""
-        counts = np.array([self.count_at_most(float(e)) for e in edges])
-        return np.diff(counts)
 
 
 def segments(outcomes: Sequence[Outcome], model: LatencyModel = LatencyModel()) -> Segments:

@@ -2,7 +2,8 @@
 
 - a stream (`--stream`): the headline table (consumers, Rscore, CBS, latency percentiles), Kafka's
   equal-count assignment kd_N over a range of N against the algorithms (Fig. 5-8), consumers and Rscore
-  over time, latency histograms, the Pareto front;
+  over time as small multiples, the latency CDF (log axis), the Pareto front; first, which algorithm fits
+  which goal on this data;
 - the δ sweep (`--generate`): streams of Eq. 15 for δ ∈ {0, 5, …, 25}, CBS, average Rscore and average
   consumers per δ (Fig. 9-11) and the Pareto front per δ (Fig. 12).
 
@@ -107,19 +108,6 @@ def _pyplot() -> Any:
     return plt
 
 
-def _style(names: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """A distinct colour per algorithm; the line says the family (as given, decreasing, modified, other)."""
-    import matplotlib
-
-    colours = matplotlib.colormaps["tab20"].colors
-    family = {
-        **dict.fromkeys(("nf", "ff", "bf", "wf"), "-"),
-        **dict.fromkeys(("nfd", "ffd", "bfd", "wfd"), "--"),
-        **dict.fromkeys(("mwf", "mbf", "mwfp", "mbfp"), "-."),
-    }
-    return {n: {"color": colours[i % len(colours)], "linestyle": family.get(n, ":")} for i, n in enumerate(names)}
-
-
 def _moving_average(values: Sequence[float], window: int) -> list[float]:
     sums, total = [], 0.0
     for i, v in enumerate(values):
@@ -145,20 +133,197 @@ def _sweep_weight(name: str) -> float:
 
 
 def _pareto_figure(plt: Any, points: dict[str, tuple[float, float]], title: str) -> Any:
+    """Each algorithm a dot (red on the front, joined by a red line); repack at each consumer weight W a
+    green diamond labelled W, joined by a dotted green line in order of W."""
     front = pareto_front(points)
-    figure, axis = plt.subplots(figsize=(6.5, 4.2))
-    for name, (x, y) in points.items():
-        axis.scatter([x], [y], color="tab:red" if name in front else "tab:blue", zorder=3)
-        axis.annotate(name, (x, y), xytext=(4, 3), textcoords="offset points", fontsize=8)
-    axis.plot([points[n][0] for n in front], [points[n][1] for n in front], color="tab:red", linewidth=1)
     weights = sorted((n for n in points if n == "repack" or n.startswith("repack@")), key=_sweep_weight)
+    figure, axis = plt.subplots(figsize=(7.5, 4.8))
+    for name, (x, y) in points.items():
+        colour = "tab:red" if name in front else "tab:blue"
+        if name in weights:
+            axis.scatter([x], [y], marker="D", s=28, color="tab:green", edgecolors=colour, linewidths=1.2, zorder=4)
+        else:
+            axis.scatter([x], [y], color=colour, zorder=3)
+    axis.plot([points[n][0] for n in front], [points[n][1] for n in front], color="tab:red", linewidth=1)
     if len(weights) > 1:  # repack's frontier over its consumer weight
-        axis.plot([points[n][0] for n in weights], [points[n][1] for n in weights], color="tab:green", linestyle=":")
-    axis.set_xlabel("CBS (operational cost)")
-    axis.set_ylabel("average Rscore (rebalance cost)")
+        axis.plot(
+            [points[n][0] for n in weights],
+            [points[n][1] for n in weights],
+            color="tab:green",
+            linestyle=":",
+            label="repack over its consumer weight W (repack@W)",
+        )
+        axis.legend(loc="upper center", fontsize=8, frameon=False)
+    axis.set_xlabel("CBS (operational cost: excess consumers, share)")
+    axis.set_ylabel("average Rscore (rebalance cost: moved rate / C)")
     axis.set_title(title)
     axis.grid(alpha=0.3)
+    _label_apart(figure, axis, points)
     return figure
+
+
+# -- for operators: small multiples, a latency CDF, labels that do not overlap, the paragraph up front ----------
+
+LABEL_OFFSETS = [(5, 4), (5, -11), (-5, 4), (-5, -11), (5, 13), (-5, 13), (5, -20), (-5, -20), (14, -3), (-14, -3)]
+"""Where a point's label may go (points from the marker), tried in order until it overlaps no other label."""
+
+
+def _label_apart(figure: Any, axis: Any, points: dict[str, tuple[float, float]]) -> None:
+    """Each point's name beside it, at the first offset where it overlaps no label placed before (the last
+    offset when none is free)."""
+    figure.canvas.draw()  # settles the axes' limits, so the labels' boxes are where they will be drawn
+    renderer = figure.canvas.get_renderer()
+    placed: list[Any] = []
+    for name, (x, y) in sorted(points.items(), key=lambda item: (item[1][0], item[1][1], item[0])):
+        for dx, dy in LABEL_OFFSETS:
+            label = axis.annotate(
+                name,
+                (x, y),
+                xytext=(dx, dy),
+                textcoords="offset points",
+                fontsize=8,
+                ha="left" if dx > 0 else "right",
+            )
+            box = label.get_window_extent(renderer)
+            if not any(box.overlaps(other) for other in placed) or (dx, dy) == LABEL_OFFSETS[-1]:
+                placed.append(box)
+                break
+            label.remove()
+
+
+def _small_multiples(
+    plt: Any, x: Sequence[float], series: dict[str, Sequence[float]], xlabel: str, ylabel: str, title: str
+) -> Any:
+    """One panel per name, its line highlighted over the others in grey: comparable without twelve lines
+    crossing on one axis."""
+    names = list(series)
+    columns = min(4, len(names))
+    rows = math.ceil(len(names) / columns)
+    figure, axes = plt.subplots(
+        rows, columns, figsize=(3.1 * columns, 2.3 * rows + 0.6), sharex=True, sharey=True, squeeze=False
+    )
+    for index, axis in enumerate(axes.flat):
+        if index >= len(names):
+            axis.set_visible(False)
+            continue
+        name = names[index]
+        for other in names:
+            if other != name:
+                axis.plot(x, series[other], color="0.82", linewidth=0.7)
+        values = [v for v in series[name] if v is not None and math.isfinite(v)]
+        mean = sum(values) / len(values) if values else float("nan")
+        axis.plot(x, series[name], color="tab:blue", linewidth=1.4)
+        axis.set_title(f"{name} (mean {mean:.3g})", fontsize=9)
+        axis.grid(alpha=0.3)
+    for axis in axes[-1]:
+        axis.set_xlabel(xlabel, fontsize=8)
+    for axis in axes[:, 0]:
+        axis.set_ylabel(ylabel, fontsize=8)
+    figure.suptitle(title, fontsize=11)
+    figure.tight_layout()
+    return figure
+
+
+def _latency_cdf(plt: Any, names: list[str], latency: dict[str, Segments], reference: str) -> Any:
+    """Left: the share of bytes delivered within x seconds (the CDF, x on a log axis); right: the share still
+    waiting after x (1 − CDF, both axes log), where the tails part. A histogram of bytes flattens the tail."""
+    import numpy as np
+
+    top = max([latency[n].finite_max() for n in names] + [1.0])
+    xs = np.logspace(-3, math.log10(top * 1.05), 240)
+    figure, (body, tail) = plt.subplots(1, 2, figsize=(12, 4.6))
+    lowest = 1.0
+    for name in names:
+        segments_, total = latency[name], latency[name].bytes
+        if not total:
+            continue
+        shares = np.array([segments_.count_at_most(float(v)) / total for v in xs])
+        lowest = min(lowest, float(shares[0]))
+        width = 2.4 if name == reference else 1.3
+        body.plot(xs, shares, linewidth=width, label=name)
+        waiting = 1 - shares
+        tail.plot(xs[waiting > 0], waiting[waiting > 0], linewidth=width, label=name)
+    body.axhline(0.99, color="grey", linestyle=":", linewidth=1)
+    body.set_ylim(max(0.0, lowest - 0.05), 1.005)
+    body.set_ylabel("share of bytes with latency ≤ x")
+    body.set_title("CDF: higher is better")
+    tail.axhline(0.01, color="grey", linestyle=":", linewidth=1)
+    tail.set_yscale("log")
+    tail.set_ylabel("share of bytes with latency > x (log scale)")
+    tail.set_title("Tail: lower is better; the dotted line is p99")
+    for axis in (body, tail):
+        axis.set_xscale("log")
+        axis.set_xlabel("latency x (s, log scale)")
+        axis.grid(alpha=0.3, which="both")
+    tail.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    figure.suptitle("Latency of every byte (§VI-C model), from the second iteration")
+    figure.tight_layout()
+    return figure
+
+
+def goals_paragraph(results: dict[str, Any], algorithms: Sequence[str], kafka: Sequence[str]) -> str:
+    """Which algorithm fits which goal on this data, read off the figures: fewest consumers, least moved,
+    lowest tail latency, and the trade-off front."""
+    named = [n for n in algorithms if n in results]
+
+    def best(key: Any) -> str:
+        return min(named, key=lambda n: (key(results[n]), n))
+
+    fewest = best(lambda r: r["avg_consumers"])
+    calm = best(lambda r: r["avg_rscore"])
+    tied = [n for n in named if n != fewest and results[n]["avg_consumers"] - results[fewest]["avg_consumers"] < 1e-9]
+    p99 = {n: results[n]["latency"]["p99"] for n in named if results[n].get("latency")}
+    text = (
+        f"Fewest consumers: {fewest}{' (tied with ' + ', '.join(tied) + ')' if tied else ''} "
+        f"({results[fewest]['avg_consumers']:.2f} on average). "
+        f"Least data moved per rebalance: {calm} (average Rscore {results[calm]['avg_rscore']:.3g}, "
+        f"{results[calm]['avg_rscore'] / max(results[fewest]['avg_rscore'], 1e-12):.2f}× {fewest}'s, "
+        f"for {results[calm]['avg_consumers']:.2f} consumers). "
+    )
+    finite = {n: v for n, v in p99.items() if v is not None and math.isfinite(v)}
+    if finite:
+        quick = min(finite, key=lambda n: (finite[n], n))
+        text += f"Lowest tail latency: {quick} (p99 {finite[quick]:.2f} s). "
+    front = pareto_front({n: (results[n]["cbs"], results[n]["avg_rscore"]) for n in named})
+    text += f"Not dominated on consumers and moves together: {', '.join(front)}. "
+    shown = [k for k in kafka if k in results and results[k].get("latency")]
+    if shown:
+        text += "Kafka's equal-count assignment for comparison: " + "; ".join(
+            f"{k} p99 {_seconds(results[k]['latency']['p99'])} at {results[k]['avg_consumers']:.2f} consumers"
+            for k in shown
+        )
+        text += "."
+    return text
+
+
+def sweep_goals_paragraph(results: dict[int, dict[str, Any]], algorithms: Sequence[str]) -> str:
+    """The same reading over the δ sweep: means over δ, and how often each is on the trade-off front."""
+    deltas = sorted(results)
+
+    def mean(name: str, key: str) -> float:
+        return sum(results[d]["results"][name][key] for d in deltas) / len(deltas)
+
+    fewest = min(algorithms, key=lambda n: (mean(n, "avg_consumers"), n))
+    calm = min(algorithms, key=lambda n: (mean(n, "avg_rscore"), n))
+    on_front = {n: 0 for n in algorithms}
+    for d in deltas:
+        for n in pareto_front(
+            {n: (results[d]["results"][n]["cbs"], results[d]["results"][n]["avg_rscore"]) for n in algorithms}
+        ):
+            on_front[n] += 1
+    steady = sorted((n for n in algorithms if on_front[n]), key=lambda n: (-on_front[n], n))
+    return (
+        f"Over δ = {deltas[0]}…{deltas[-1]}: fewest consumers: {fewest} ({mean(fewest, 'avg_consumers'):.2f} on "
+        f"average); least data moved per rebalance: {calm} (average Rscore {mean(calm, 'avg_rscore'):.3g}, "
+        f"{mean(calm, 'avg_rscore') / max(mean(fewest, 'avg_rscore'), 1e-12):.2f}× {fewest}'s, for "
+        f"{mean(calm, 'avg_consumers'):.2f} consumers). On the trade-off front (CBS against Rscore): "
+        + ", ".join(f"{n} at {on_front[n]} of {len(deltas)} δ" for n in steady)
+        + "."
+    )
+
+
+def _seconds(value: float | None) -> str:
+    return "∞" if value is None or not math.isfinite(value) else f"{value:.2f} s"
 
 
 # -- a stream ------------------------------------------------------------------------------------
@@ -221,6 +386,8 @@ def stream_report(
     )
     page = Page(out, title)
 
+    page.heading("Which algorithm for which goal")
+    page.text(goals_paragraph(results, algorithms, [f"kd_{n}" for n in sorted(featured)]))
     page.heading("Headline")
     header = [
         "algorithm",
@@ -266,27 +433,29 @@ def stream_report(
     _kafka_section(page, plt, curve, summaries, runs, reference, same_cost, negligible)
 
     plotted = [n for n in algorithms if n not in REPACK_WEIGHTS]
-    style = _style(plotted)
     window = 10 if len(stream) >= 50 else 1
-    for metric, label, smooth in (("consumers", "consumers", 1), ("rscore", "Rscore", window)):
-        figure, axis = plt.subplots(figsize=(10, 4.2))
-        for n in plotted:
-            axis.plot(_moving_average(getattr(runs[n], metric), smooth), label=n, linewidth=1.1, **style[n])
-        axis.set_xlabel("iteration")
-        axis.set_ylabel(label if smooth == 1 else f"{label}, mean of the last {smooth} iterations")
-        axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside: lines stay visible
-        axis.grid(alpha=0.3)
-        page.heading(f"{label} over time")
+    for metric, label, smooth in (("consumers", "consumers", 1), ("rscore", "Rscore (moved rate / C)", window)):
+        series = {n: _moving_average(getattr(runs[n], metric), smooth) for n in plotted}
+        shown_label = label if smooth == 1 else f"{label}, mean of {smooth}"
+        heading = f"{label.split(' (')[0]} over time"
+        figure = _small_multiples(
+            plt, range(len(stream)), series, "iteration", shown_label, f"{heading}: each algorithm against the others"
+        )
+        page.heading(heading)
         page.figure(
             f"{metric}_over_time",
             figure,
-            f"{label} per iteration" + (f" ({smooth}-iteration moving average)" if smooth > 1 else ""),
+            f"{label} per iteration"
+            + (f" ({smooth}-iteration moving average)" if smooth > 1 else "")
+            + "; one panel per algorithm, the others in grey",
         )
         plt.close(figure)
 
-    page.heading("Latency (§VI-C): bytes by latency, above 0 s")
+    page.heading("Latency (§VI-C): share of bytes within x seconds")
     compared = list(dict.fromkeys([reference, *(n for n in ("mwf", "bfd") if n in algorithms)]))
-    _histograms(page, plt, [*compared, *(f"kd_{n}" for n in sorted(featured))], latency, summaries)
+    figure = _latency_cdf(plt, [*compared, *(f"kd_{n}" for n in sorted(featured))], latency, reference)
+    page.figure("latency_cdf", figure, "CDF of latency over every byte from the second iteration; log x axis")
+    plt.close(figure)
 
     points = {n: (results[n]["cbs"], results[n]["avg_rscore"]) for n in algorithms}
     page.heading("Pareto front (CBS vs average Rscore)")
@@ -295,7 +464,7 @@ def stream_report(
     page.figure(
         "pareto_front",
         figure,
-        "operational cost against rebalance cost; red: not dominated; green dots: repack over its consumer weight W",
+        "operational cost against rebalance cost; red: not dominated (the front); green diamonds: repack at each consumer weight W",
     )
     plt.close(figure)
     kd_curve = {
@@ -340,7 +509,9 @@ def _kafka_section(
     axis.set_yscale("symlog", linthresh=1)  # 0 s and hours on one axis
     axis.set_ylim(bottom=0)
     axis.set_xlabel("N (consumers)")
-    axis.set_ylabel("latency (s)")
+    axis.set_ylabel("latency (s, symmetric log scale)")
+    axis.set_title(f"Kafka's equal-count assignment kd_N: tail latency by N, against {reference}")
+    axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside: no line hidden
     axis.legend(fontsize=8)
     axis.grid(alpha=0.3)
     page.figure("kafka_by_consumers", figure, "kd_N tail latency by N, beside the reference algorithm")
@@ -359,32 +530,6 @@ def _kafka_section(
             f"{negligible / runs[reference].avg_consumers:.2f}× {reference}'s consumers."
         )
     page.text(text)
-
-
-def _histograms(
-    page: Page, plt: Any, names: list[str], latency: dict[str, Segments], summaries: dict[str, dict[str, float]]
-) -> None:
-    import numpy as np
-
-    shown = [n for n in names if summaries[n]["above_zero"] > 0]
-    if not shown:
-        page.text("no byte waits in any of " + ", ".join(names))
-        return
-    figure, axes = plt.subplots(len(shown), 1, figsize=(10, 2.3 * len(shown)), squeeze=False)
-    for axis, n in zip(axes[:, 0], shown):
-        top = latency[n].finite_max()
-        edges = np.linspace(1e-9, top, 41)
-        axis.bar(edges[:-1], latency[n].histogram(edges), width=np.diff(edges), align="edge")
-        axis.set_ylabel("bytes")
-        share = summaries[n]["above_zero"] / latency[n].bytes
-        axis.set_title(
-            f"{n}: {share:.1%} of bytes wait; p99 {summaries[n]['p99']:.2f} s, max {summaries[n]['max']:.2f} s",
-            fontsize=9,
-        )
-    axes[-1, 0].set_xlabel("latency (s)")
-    figure.tight_layout()
-    page.figure("latency_histograms", figure, "bytes by latency above 0 s (rates × seconds)")
-    plt.close(figure)
 
 
 # -- the δ sweep ---------------------------------------------------------------------------------
@@ -422,7 +567,8 @@ def sweep_report(results: dict[int, dict[str, Any]], out: Path, title: str) -> P
     deltas = sorted(results)
     compared = list(results[deltas[0]]["results"])  # with repack's weight sweep: on the Pareto plots only
     algorithms = [n for n in compared if n not in REPACK_WEIGHTS]
-    style = _style(algorithms)
+    page.heading("Which algorithm for which goal")
+    page.text(sweep_goals_paragraph(results, algorithms))
     metrics = [
         ("cbs", "CBS (Eq. 28)"),
         ("avg_rscore", "average Rscore (Eq. 29)"),
@@ -431,23 +577,12 @@ def sweep_report(results: dict[int, dict[str, Any]], out: Path, title: str) -> P
     if "optimum" in results[deltas[0]]:
         metrics.append(("optimum_excess", "CBS against the exact optimum"))
     for metric, label in metrics:
-        figure, axis = plt.subplots(figsize=(10, 4.2))
-        for name in algorithms:
-            axis.plot(
-                deltas,
-                [results[d]["results"][name][metric] for d in deltas],
-                marker="o",
-                markersize=4,
-                label=name,
-                linewidth=1.1,
-                **style[name],
-            )
-        axis.set_xlabel("δ (largest step between measurements, % of C)")
-        axis.set_ylabel(label)
-        axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside: lines stay visible
-        axis.grid(alpha=0.3)
+        series = {name: [results[d]["results"][name][metric] for d in deltas] for name in algorithms}
+        figure = _small_multiples(
+            plt, deltas, series, "δ (largest step, % of C)", label, f"{label} per δ: each algorithm against the others"
+        )
         page.heading(f"{label} per δ")
-        page.figure(f"{metric}_per_delta", figure, f"{label} of each algorithm per δ")
+        page.figure(f"{metric}_per_delta", figure, f"{label} of each algorithm per δ; the others in grey")
         plt.close(figure)
         page.table(
             ["algorithm", *(f"δ={d}" for d in deltas)],
@@ -461,7 +596,7 @@ def sweep_report(results: dict[int, dict[str, Any]], out: Path, title: str) -> P
         page.figure(
             f"pareto_delta_{d}",
             figure,
-            f"CBS against average Rscore at δ = {d}; red: not dominated; green dots: repack over its weight W",
+            f"CBS against average Rscore at δ = {d}; red: not dominated; green diamonds: repack at each consumer weight W",
         )
         plt.close(figure)
     summary = {

@@ -28,9 +28,9 @@ def request_body(**extra):
 
 
 @pytest.fixture
-def settings(redis_server) -> Settings:
+def settings(redis_backend) -> Settings:
     return Settings(
-        redis_url=redis_server.url,
+        redis_url=redis_backend.url,
         history_limit=3,
         max_partitions=1000,
         max_dense_cells=50,
@@ -107,6 +107,8 @@ async def test_dense_delta_and_its_limit(client):
         ),
         ({"members": []}, "invalid_members"),
         ({"members": ["a", "a"]}, "invalid_members"),
+        ({"members": [{"id": "a", "capacity": -1}]}, "invalid_capacity"),
+        ({"members": [{"id": "a", "size": 1}]}, "invalid_members"),
         ({"params": {"unknown": 1}}, "invalid_parameter"),
         ({"partitions": [{"topic": "t", "partition": "zero", "rate": 1}]}, "invalid_request"),
         ({"partitions": [{"topic": "t", "partition": j, "rate": 1} for j in range(1001)]}, "too_many_partitions"),
@@ -160,7 +162,10 @@ async def test_group_versions_history_and_stored_previous(client, group):
     assert second.json()["version"] == 2 and second.json()["moves"] == [] and second.json()["rscore"] == 0
     history = (await client.get(f"/v1/groups/{group}/history")).json()["versions"]
     assert [v["version"] for v in history] == [2, 1]
-    assert set(history[0]) == {"version", "algorithm", "rscore", "consumer_count", "moves_count", "updated_at"}
+    assert set(history[0]) == {
+        *("version", "algorithm", "rscore", "consumer_count", "moves_count", "updated_at", "moved_rate", "moves")
+    }
+    assert history[0]["moves"] == [] and history[0]["moved_rate"] == 0
     limited = (await client.get(f"/v1/groups/{group}/history?limit=1")).json()["versions"]
     assert [v["version"] for v in limited] == [2]
 

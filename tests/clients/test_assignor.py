@@ -65,12 +65,17 @@ def test_leader_returns_the_services_assignment_keyed_by_member_id(live_service,
     assert {json.loads(a.user_data)["generation"] for a in result.values()} == {0}
 
 
-def test_leader_asks_with_the_smallest_advertised_capacity(live_service, group):
-    assignor = groupfit_assignor(live_service.url, group, "a", capacity=1000)
-    assignor.assign(Cluster({"t": 6}), {"m1": member("a", 80), "m2": member("b", 120), "m3": member("c", 100)})
+def test_leader_sends_each_members_advertised_capacity(live_service, group, caplog):
+    # 190 of rates: "big" (200) carries them all; with the smallest advertised capacity (10) for everyone,
+    # or the configured 100, no member could. "c" advertises nothing: it has the configured capacity.
+    assignor = groupfit_assignor(live_service.url, group, "a", capacity=100, algorithm="bfd")
+    members = {"m1": member("big", 200), "m2": member("small", 10), "m3": member("c")}
+    with caplog.at_level(logging.WARNING, logger="groupfit.assignor"):
+        result = held(assignor.assign(Cluster({"t": 6}), members))
+    assert assignor.last_source == "service" and not caplog.records
+    assert result == {"m1": set(RATES), "m2": set(), "m3": set()}
     stored = GroupfitClient(live_service.url).group(group)
-    assert stored.capacity == 80
-    assert all(sum(RATES[p.partition] for p in ps) <= 80 for ps in stored.assignment.values())
+    assert stored.capacity == 100 and {p.partition for p in stored.assignment["big"]} == set(RATES)
 
 
 def test_members_repeating_an_identity_get_distinct_partitions(live_service, group):
@@ -87,7 +92,7 @@ def test_too_few_members_is_logged_with_the_recommended_count(live_service, grou
     assert assignor.last_source == "service" and result == {"m1": set(RATES)}
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings == [
-        f"group {group!r}: members ['a'] are over capacity 100; groupfit recommends 2 consumers (the group has 1)"
+        f"group {group!r}: members ['a'] are over capacity; groupfit recommends 2 consumers (the group has 1)"
     ]
 
 

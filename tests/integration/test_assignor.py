@@ -32,7 +32,7 @@ def make_topic(bootstrap: str) -> str:
 
 
 def produce(bootstrap: str, topic: str) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1})
+    producer = Producer({"bootstrap.servers": bootstrap})
     for partition in RATES:
         for i in range(RECORDS_PER_PARTITION):
             producer.produce(topic, value=f"{partition}-{i}".encode(), partition=partition)

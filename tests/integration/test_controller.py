@@ -15,6 +15,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from groupfit_client import GroupfitClient, PartitionRate
 from groupfit_client.controller import Controller, LocalProcesses
+from groupfit_client.controller.protocol import members
 
 pytestmark = pytest.mark.integration
 
@@ -31,7 +32,7 @@ class Writer(threading.Thread):
         self.stopping = threading.Event()
 
     def run(self) -> None:
-        producer = Producer({"bootstrap.servers": self.bootstrap, "batch.num.messages": 1, "linger.ms": 0})
+        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5})
         while not self.stopping.is_set():
             for partition in range(PARTITIONS):
                 producer.produce(self.topic, value=b"r" * 50, partition=partition)
@@ -77,9 +78,11 @@ def test_controller_moves_partitions_without_loss_or_double_reads(kafka_broker, 
         second = {c: set(held) for c, held in controller.state.items() if held}
         assert second != first
         assert all(sum([90, 30, 30, 20][p] for _, p in held) <= 100 for held in second.values())
-        # A restarted controller knows no processes: it rebuilds the real state by asking the consumers...
+        # A restarted controller knows no processes: the broker lists the consumers (DescribeGroups on their
+        # membership group), and it rebuilds the real state by asking each of them, with no grace period...
+        assert set(second) <= members(bootstrap, group)
         restarted = Controller(service, bootstrap, topic, group, control, successor, capacity=100, ack_timeout_s=40)
-        restarted.synchronize()
+        restarted.synchronize(grace_s=0)
         assert {c: held for c, held in restarted.state.items() if held} == second
         # ...and moves the partitions of the consumers it found with the same protocol: at 50 each, two
         # consumers of two partitions, so one of the three beside t/0 joins it.

@@ -1,5 +1,5 @@
-"""`groupfit demo` end to end: embedded Redis and Kafka-protocol broker, the API, the Spark rates job, the
-producer and a 3-member group with the groupfit assignor, as a newcomer runs it."""
+"""`groupfit demo` end to end: embedded Redis, Apache Kafka, the API, the Spark rates job, the producer and a
+3-member group with the groupfit assignor, as a newcomer runs it."""
 
 from __future__ import annotations
 
@@ -57,6 +57,30 @@ def test_demo_check_passes_once_the_service_rebalanced_with_measured_rates():
     last_view = finished.stdout.rsplit("groupfit demo —", 1)[1]
     assert "rates measured by the Spark job" in last_view
     assert last_view.count("consumer-") == 3  # each member with its partitions and load
+
+
+def test_a_failed_demo_check_exits_non_zero_and_leaves_nothing_running():
+    """A check that cannot pass in 5 s (the job has no window yet) says so, exits 1 (not 0, as it once did) and
+    stops everything it started instead of hanging."""
+    demo = subprocess.Popen(
+        [*GROUPFIT, "demo", "--check", "5"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    started: set[int] = set()
+    try:
+        deadline = time.monotonic() + 240
+        while demo.poll() is None and time.monotonic() < deadline:
+            started |= descendants(demo.pid)
+            time.sleep(0.5)
+        output = demo.communicate(timeout=max(1.0, deadline - time.monotonic()))[0]
+        assert demo.returncode == 1, output[-3000:]
+        assert "demo check failed" in output
+        assert started and not [pid for pid in started if alive(pid)]
+    finally:
+        for pid in [demo.pid, *started]:
+            with contextlib.suppress(ProcessLookupError):
+                if alive(pid):
+                    os.kill(pid, signal.SIGKILL)
+        demo.wait()
 
 
 @pytest.mark.parametrize(

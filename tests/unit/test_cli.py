@@ -166,3 +166,34 @@ def test_piping_into_head_prints_no_broken_pipe(argv):
     reader.stdin.close()
     reader.wait(timeout=10)
     assert ran.returncode == 0 and b"BrokenPipe" not in ran.stderr and b"Traceback" not in ran.stderr
+
+
+def test_members_of_their_own_capacity(tmp_path, capsys):
+    # No two of 70, 70, 50 fit a member of C = 100; "big" (capacity 200) takes all three (190).
+    request = {
+        "algorithm": "bfd",
+        "capacity": 100,
+        "members": [{"id": "big", "capacity": 200}, "a"],
+        "partitions": [{"topic": "t", "partition": p, "rate": r} for p, r in enumerate([70, 70, 50])],
+    }
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(request))
+    assert main(["assign", "--input", str(path)]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["overloaded_members"] == [] and len(answer["assignment"]["big"]) == 3
+    assert {c["id"]: c["utilization"] for c in answer["consumers"]} == {"a": 0.0, "big": pytest.approx(0.95)}
+
+
+@pytest.mark.parametrize(
+    ("members", "code"),
+    [
+        ([{"id": "a", "capacity": 0}], "invalid_capacity"),
+        ([{"id": "a"}], "invalid_members"),
+        ([{"id": "a", "capacity": 50}, "a"], "invalid_members"),
+    ],
+)
+def test_bad_member_capacities_exit_2(tmp_path, capsys, members, code):
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps({**REQUEST, "members": members}))
+    assert main(["assign", "--input", str(path)]) == 2
+    assert json.loads(capsys.readouterr().err)["error"]["code"] == code

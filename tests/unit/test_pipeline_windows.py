@@ -7,6 +7,7 @@ import datetime as dt
 import pytest
 
 from app.pipeline.job import RateBook, windowed_bytes
+from app.pipeline.logdirs import LogSizeBook
 
 T0 = dt.datetime(2026, 1, 1, 12, 0, 0, tzinfo=dt.UTC)
 
@@ -40,3 +41,26 @@ def test_rate_book_reports_the_latest_complete_window():
     rates, window_end = book.rates(T0 + dt.timedelta(seconds=16), [("t", 0)])
     assert window_end == later and rates == {("t", 0): pytest.approx(40.0)}
     assert book.rates(T0, [("t", 0)]) == ({}, None)
+
+
+def test_log_size_book_rates_are_size_deltas_over_the_window():
+    """Landau et al. §V-A: samples older than the window leave the queue; the rate is (newest − oldest size) over
+    (newest − oldest time)."""
+    book = LogSizeBook(window_s=10)
+    book.add(0.0, {("t", 0): 0, ("t", 1): 500})
+    assert book.rates() == {}  # one sample: no rate yet
+    book.add(5.0, {("t", 0): 1000, ("t", 1): 500})
+    assert book.rates() == {("t", 0): 200.0, ("t", 1): 0.0}
+    book.add(12.0, {("t", 0): 1400, ("t", 1): 1200})
+    # The sample at 0 s left the window: t/0 over 5..12 s, t/1 likewise.
+    assert book.rates() == {("t", 0): pytest.approx(400 / 7), ("t", 1): pytest.approx(700 / 7)}
+
+
+def test_log_size_book_starts_over_when_retention_shrinks_a_log():
+    book = LogSizeBook(window_s=30)
+    book.add(0.0, {("t", 0): 10_000})
+    book.add(5.0, {("t", 0): 11_000})
+    book.add(10.0, {("t", 0): 2_000})  # a segment was deleted: not a negative rate
+    assert book.rates() == {}
+    book.add(15.0, {("t", 0): 2_500})
+    assert book.rates() == {("t", 0): 100.0}

@@ -70,7 +70,8 @@ def test_caps_hold_and_answers_repeat(data):
         "max_rscore": data.draw(st.none() | st.floats(0, 3)),
         "max_moves": data.draw(st.none() | st.integers(0, 6)),
         "consumer_weight": data.draw(st.sampled_from([0.2, 1.0, 3.0])),
-        "neighbourhood": data.draw(st.integers(2, 5)),
+        "neighbourhood": data.draw(st.integers(2, 8)),
+        "neighbourhood_nodes": data.draw(st.sampled_from([1, 50, 1000])),
         "time_limit_ms": data.draw(st.sampled_from([1, 20, 200])),
     }
     algorithm = get_algorithm("repack")
@@ -92,3 +93,35 @@ def test_caps_hold_and_answers_repeat(data):
     check_invariants(problem, outcome, "range")
     again = solve(problem, algorithm, algorithm.parse_params(raw))
     assert again.assignment == outcome.assignment
+
+
+def test_the_budget_takes_the_cheapest_repair_it_can_afford():
+    # a holds 60 + 30 + 8 + 7 + 10 = 115. Its cheapest repair gives up the 7 and the 8 (Rscore 0.15, two
+    # moves); the other gives up the 30 alone (0.3, one move). With max_moves 1 only that one is affordable;
+    # with max_rscore 0.12 neither is, and the answer says what the cheapest would have cost.
+    rates, previous = [60, 30, 8, 7, 10, 50], {"a": [0, 1, 2, 3, 4], "b": [5]}
+    free = outcome_of("repack", rates, previous=previous)
+    assert free.rscore == pytest.approx(0.15) and partitions_of(free)["a"] == [0, 1, 4]
+    one = outcome_of("repack", rates, previous=previous, max_moves=1)
+    assert partitions_of(one) == {"a": [0, 2, 3, 4], "b": [1, 5]} and one.rscore == pytest.approx(0.3)
+    assert one.outputs["overloaded_consumers"] == []
+    poor = outcome_of("repack", rates, previous=previous, max_rscore=0.12)
+    assert poor.rscore == 0 and poor.outputs["overloaded_consumers"] == ["a"]
+    assert poor.outputs["rscore_needed"] == pytest.approx(0.15)
+
+
+def test_the_search_stops_on_counted_work_and_repeats_exactly():
+    # A small limit on a large instance: the search stops on its work count, never on a clock, so two runs
+    # (whatever the machine's load) stop at the same step with the same answer.
+    from app.core.algorithms.repack import WORK_PER_MS
+    from app.sim.stream import flatten, generate_stream
+
+    first, second = generate_stream(400, 2, 25, seed=3)
+    keys, rates = flatten(first)
+    before = outcome_of("bfd", rates)
+    previous = {c: [keys[j][1] for j in held] for c, held in before.assignment.items()}
+    _, rates = flatten(second)
+    runs = [outcome_of("repack", rates, previous=previous, time_limit_ms=1) for _ in range(2)]
+    search = runs[0].outputs["search"]
+    assert search["stopped"] == "work_limit" and search["work"] >= WORK_PER_MS
+    assert runs[1].outputs["search"] == search and runs[1].assignment == runs[0].assignment

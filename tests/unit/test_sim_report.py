@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 
 from app.cli import main
-from app.sim.report import REPACK_WEIGHTS, kafka_range, pareto_front
+from app.sim.report import REPACK_WEIGHTS, _label_apart, kafka_range, pareto_front
 from app.sim.stream import generate_stream, load_stream
 
 
@@ -26,7 +27,7 @@ def test_stream_report_writes_a_page_with_plots_and_figures(reference_stream_pat
     out = tmp_path / "r"
     assert main(["report", "--stream", str(short), "--out", str(out), "--algorithms", "mwf,bfd", "--kafka", "20"]) == 0
     page = (out / "index.html").read_text()
-    for name in ("consumers_over_time", "rscore_over_time", "latency_histograms", "pareto_front", "kafka_by_consumers"):
+    for name in ("consumers_over_time", "rscore_over_time", "latency_cdf", "pareto_front", "kafka_by_consumers"):
         assert (out / f"{name}.png").stat().st_size > 1000
         assert f'alt="{name}"' in page
     figures = json.loads((out / "results.json").read_text())
@@ -35,6 +36,33 @@ def test_stream_report_writes_a_page_with_plots_and_figures(reference_stream_pat
     assert {"mwf", "bfd", "kd_20", f"kd_{mwf_consumers}"} <= set(figures["results"])
     assert figures["reference"] == "mwf"
     assert "p95 s" in page and "kd_20" in page
+    # the first paragraph says which algorithm fits which goal, from the figures below it
+    first = re.search(r"<h2>(.*?)</h2><p>(.*?)</p>", page)
+    assert first.group(1) == "Which algorithm for which goal"
+    results = {n: figures["results"][n] for n in ("mwf", "bfd")}
+    fewest = min(results, key=lambda n: (results[n]["avg_consumers"], n))
+    calm = min(results, key=lambda n: (results[n]["avg_rscore"], n))
+    value = f"{results[fewest]['avg_consumers']:.2f}"
+    assert re.search(rf"Fewest consumers: {fewest}( \(tied with [^)]*\))? \({value} on average\)", first.group(2))
+    assert f"Least data moved per rebalance: {calm}" in first.group(2)
+
+
+def test_point_labels_do_not_overlap():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    # the published stream's crowded corner: bfd, ffd and wfd within a few hundredths of each other
+    points = {"bfd": (0.0, 3.68), "ffd": (0.003, 3.61), "wfd": (0.007, 3.57), "mwf": (0.06, 1.0), "far": (0.2, 5.0)}
+    figure, axis = plt.subplots(figsize=(6.5, 4.2))
+    axis.scatter(*zip(*points.values()))
+    _label_apart(figure, axis, points)
+    renderer = figure.canvas.get_renderer()
+    boxes = [text.get_window_extent(renderer) for text in axis.texts]
+    assert sorted(text.get_text() for text in axis.texts) == sorted(points)
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+    plt.close(figure)
 
 
 def test_sweep_report(tmp_path):
@@ -70,6 +98,7 @@ def test_sweep_report(tmp_path):
     assert set(figures) == {"0", "25"} and set(figures["25"]) == {"mwf", "nfd", "repack", *REPACK_WEIGHTS}
     # repack's weight sweep is on the Pareto plots, not on the per-δ lines.
     page = (out / "index.html").read_text()
+    assert re.search(r"<h2>Which algorithm for which goal</h2><p>Over δ = 0…25: fewest consumers: ", page)
     assert "repack@3" in page.split("Pareto front, δ = 0")[1]
     assert "repack@3" not in page.split("Pareto front, δ = 0")[0]
     heavy, light = figures["25"]["repack@3"], figures["25"]["repack@0.25"]

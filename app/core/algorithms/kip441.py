@@ -44,11 +44,15 @@ def place(problem: Problem, params: Kip441Params) -> Placement:
         raise AssignmentError("invalid_members", "kip441 assigns among the group's members: give 'members'.")
     members = sorted_consumers(problem.members)
     stateless = {_index_of(problem, ref, "stateless") for ref in params.stateless}
+    if len(stateless) < len(params.stateless):
+        raise AssignmentError("invalid_parameter", "stateless lists a partition twice; list each partition once.")
     tasks = [j for j in problem.key_order if j not in stateless]
     rank = _ranks(problem, params, members)
-    # Most caught-up members of each task (all members if nobody hosts it).
-    caught_up = {j: [m for m in members if rank[j][m] == min(rank[j].values())] for j in tasks}
-    previous = {j: owner for j, owner in enumerate(problem.previous_owner) if owner in rank.get(j, {})}
+    # Most caught-up members of each task (all members if nobody hosts it): one pass over the members that
+    # host it, so the work is O(P + hosted) rather than O(P·M²).
+    caught_up = {j: _most_caught_up(rank[j], members) for j in tasks}
+    member_set = set(members)
+    previous = {j: owner for j, owner in enumerate(problem.previous_owner) if owner in member_set}
     ceiling = math.ceil(len(tasks) / len(members)) + params.balance_factor - 1
     heading: dict[int, str] = {}  # task → the member it moves to, catching up as a standby there
 
@@ -69,7 +73,7 @@ def place(problem: Problem, params: Kip441Params) -> Placement:
         # task's state and will keep it as a standby: the KIP reserves warm-ups for instances with neither.
         warmups = {m: [] for m in members}
         for j, destination in moves:
-            if params.num_standbys > 0 and rank[j][destination] < math.inf:
+            if params.num_standbys > 0 and destination in rank[j]:
                 heading[j] = destination
             elif sum(map(len, warmups.values())) < params.max_warmup_replicas:
                 warmups[destination].append(j)
@@ -85,7 +89,7 @@ def place(problem: Problem, params: Kip441Params) -> Placement:
         taken = {owner[j], warming.get(j)}
         candidates = sorted(
             (m for m in members if m not in taken),
-            key=lambda m: (heading.get(j) != m, rank[j][m], load[m], consumer_sort_key(m)),
+            key=lambda m: (heading.get(j) != m, rank[j].get(m, math.inf), load[m], consumer_sort_key(m)),
         )
         for m in candidates[: params.num_standbys]:
             standbys[m].append(j)
@@ -118,17 +122,31 @@ def place(problem: Problem, params: Kip441Params) -> Placement:
     )
 
 
-def _ranks(problem: Problem, params: Kip441Params, members: list[str]) -> dict[int, dict[str, float]]:
-    """rank(T, I, acceptable_recovery_lag): lag, 0 within the acceptable lag, last when not hosted."""
+def _ranks(problem: Problem, params: Kip441Params, members: list[str]) -> list[dict[str, float]]:
+    """rank(T, I, acceptable_recovery_lag): lag, 0 within the acceptable lag; a member absent from a task's
+    ranks does not host it and ranks last (math.inf), so the ranks take O(hosted) memory, not O(P·M)."""
     unknown = sorted(set(params.member_lags) - set(members))
     if unknown:
         raise AssignmentError("invalid_parameter", f"member_lags names members not in 'members': {', '.join(unknown)}.")
-    rank = {j: {m: math.inf for m in members} for j in range(problem.size)}
+    rank: list[dict[str, float]] = [{} for _ in range(problem.size)]
     for member, lags in params.member_lags.items():
         for state in lags:
             j = _index_of(problem, state, f"member_lags of {member!r}")
+            if member in rank[j]:
+                raise AssignmentError(
+                    "invalid_parameter",
+                    f"member_lags of {member!r} lists {state.topic}/{state.partition} twice; list each partition once.",
+                )
             rank[j][member] = 0 if state.lag <= params.acceptable_recovery_lag else state.lag
     return rank
+
+
+def _most_caught_up(ranks: dict[str, float], members: list[str]) -> list[str]:
+    """The members of the least rank, in `members` order; every member when none hosts the task."""
+    if not ranks:
+        return members
+    least = min(ranks.values())
+    return [m for m in members if ranks.get(m) == least]
 
 
 def _index_of(problem: Problem, ref: PartitionRef, where: str) -> int:

@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.core.algorithm import Algorithm, Placement, register
 from app.core.algorithms.naming import candidates, name_by_overlap
-from app.core.model import Problem, within
+from app.core.errors import AssignmentError
+from app.core.model import MAX_CONSUMERS, Problem, consumers_implied, within
 
 
 class LeastLoadedParams(BaseModel):
@@ -79,10 +80,12 @@ def least_loaded(
         bins += 1
 
 
-def lower_bound(values: Sequence[float], cap: float, scales: Sequence[float] = ()) -> int:
+def lower_bound(values: Sequence[float], cap: float, scales: Sequence[float] = (), limit: int = MAX_CONSUMERS) -> int:
     """Bins one dimension needs at least. A value above its cap sits alone (nothing fits beside it), so
     with equal bins: those, plus the rest's total over the cap, and at least the values above half the
-    cap (no two share a bin). With bins of `scales` (largest first): the fewest whose caps hold the total."""
+    cap (no two share a bin). With bins of `scales` (largest first): the fewest whose caps hold the total.
+    A bound above `limit` is refused (too_many_consumers) before any bin exists."""
+    what = "least-loaded's bound Σ/(μ·f)"
     if scales:
         total, covered, count = sum(values) / cap, 0.0, 0
         for scale in scales:
@@ -90,10 +93,10 @@ def lower_bound(values: Sequence[float], cap: float, scales: Sequence[float] = (
                 break
             covered += scale
             count += 1
-        return count + max(0, math.ceil(total - covered - 1e-9))
+        return count + consumers_implied(total - covered, limit, what)
     alone = sum(1 for value in values if value > cap)
     rest = sum(value for value in values if value <= cap)
-    return max(alone + math.ceil(rest / cap - 1e-9), sum(1 for value in values if value > cap / 2))
+    return max(alone + consumers_implied(rest / cap, limit, what), sum(1 for value in values if value > cap / 2))
 
 
 def place(problem: Problem, params: LeastLoadedParams) -> Placement:
@@ -106,6 +109,11 @@ def place(problem: Problem, params: LeastLoadedParams) -> Placement:
     lags = [lag or 0.0 for lag in problem.lags]
     # Eq. 6-7: totalLag = lag + λ·t_r, the lag a partition will have when the rebalance is over.
     planned = [lag + rate * params.rebalance_s for lag, rate in zip(lags, rates)] if params.plan_rebalance_lag else lags
+    if not math.isfinite(sum(planned)):
+        raise AssignmentError(
+            "invalid_parameter",
+            "the lags planned for the rebalance (lag + rate·rebalance_s) overflow; lower rebalance_s.",
+        )
     order = sorted(problem.decreasing_order, key=lambda j: -lags[j])  # stable: by lag, then rate, then key
     order.sort(key=rates.__getitem__, reverse=True)
 
@@ -114,8 +122,15 @@ def place(problem: Problem, params: LeastLoadedParams) -> Placement:
         if not rates:
             return []
         rate_cap, lag_cap = mu * f, mu * params.w_sla * f
+        if not (rate_cap > 0 and lag_cap > 0):
+            raise AssignmentError("invalid_parameter", "μ·f and μ·w_sla·f underflow to 0; give larger mu, w_sla or f.")
         # Start from a lower bound in each dimension, so the restarts are few.
-        start = max(lower_bound(rates, rate_cap, scales), lower_bound(lag_values, lag_cap, scales), 1)
+        # Eq. 5's count in each dimension, refused above the limit before any bin exists (a partition above a
+        # cap sits alone, so the bounds below can be far lower than what the parameters imply)
+        problem.consumers_implied(sum(rates) / mu / f, "least-loaded's Σ rate / (μ·f)")
+        problem.consumers_implied(sum(lag_values) / mu / params.w_sla / f, "least-loaded's Σ lag / (μ·w_sla·f)")
+        limit = problem.max_consumers
+        start = max(lower_bound(rates, rate_cap, scales, limit), lower_bound(lag_values, lag_cap, scales, limit), 1)
         return least_loaded(rates, lag_values, order, rate_cap, lag_cap, start, scales)
 
     # G_current: the members (every one is a replica, busy or not), or the consumers that held a partition.

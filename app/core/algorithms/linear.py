@@ -5,8 +5,6 @@ placement)."""
 
 from __future__ import annotations
 
-import math
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.core.algorithm import Algorithm, Placement, register
@@ -22,7 +20,9 @@ class LinearParams(BaseModel):
 
 def linear(problem: Problem, params: LinearParams) -> Placement:
     mu = params.mu or problem.capacity
-    count = max(1, math.ceil(problem.total_rate / (mu * params.f) - 1e-9)) if problem.size else 0
+    # divided one factor at a time: μ·f may underflow to 0 where the quotient only overflows (and is refused)
+    implied = problem.total_rate / mu / params.f
+    count = max(1, problem.consumers_implied(implied, "linear's Σ rate / (μ·f)")) if problem.size else 0
     previous = [c for c, held in problem.previous_indices.items() if held]
     pool = ConsumerPool(problem.members)
     # With members: the first `count` of them, and surplus ids (solve() folds them into the members, and

@@ -59,4 +59,5 @@ def group_of(problem: Problem, params: FixedGroup) -> list[str]:
         )
     previous = [c for c, held in problem.previous_indices.items() if held]
     count = params.consumers or len(previous) or max(1, problem.lower_bound)
+    problem.consumers_implied(count, "the consumer count")
     return sorted_consumers(ConsumerPool(problem.members).open_group(previous, count))

@@ -3,7 +3,8 @@ objective), from the previous assignment by large-neighbourhood search.
 
 1. Repair: every previous consumer keeps its partitions; one above its capacity gives up the cheapest set
    of partitions that brings it within (the smallest single partition that suffices, or the smallest ones
-   until it fits, whichever migrates less rate).
+   until it fits, whichever migrates less rate and the budget affords). Each consumer has its own capacity
+   (`Problem.capacity_of`; members of different sizes).
 2. Place what has no consumer (new partitions, those given up, those of consumers that are gone), largest
    first, by Best Fit (the least remaining capacity that fits), else on a new consumer h(j,k) (Eq. 14).
 3. Search, in passes over the open consumers, least utilised first (ties by id):
@@ -13,24 +14,26 @@ objective), from the previous assignment by large-neighbourhood search.
       that lowers the objective (W·C above the rate it migrates) within the budget;
    b. re-solve: the target and the k − 1 consumers with the most remaining capacity; their partitions are
       re-placed among them exactly (depth-first branch and bound, largest partition first, at most
-      NODES_PER_NEIGHBOURHOOD nodes) for the least W·(consumers used) + (rate away from its previous
+      `neighbourhood_nodes` nodes) for the least W·(consumers used) + (rate away from its previous
       consumer)/C; a strictly better placement is kept.
    Passes repeat until one keeps nothing (a local optimum) or the work limit is reached. Neither step needs
    a solver (no OR-Tools).
 
-Determinism: the work limit counts search work (nodes, partitions examined; `time_limit_ms` × NODES_PER_MS,
-measured on this project's 2-core machine under load), not wall-clock time, so the same input gives the
-same answer. A wall clock at 3× the limit + 0.5 s (from when the search starts) stops it only on a machine
-slow or busy enough to reach it (`outputs.search.stopped` is then "wall_clock").
+Determinism: the work limit counts search work (branch-and-bound nodes, partitions moved, relocated or
+examined for ejection, consumers ranked; `time_limit_ms` × WORK_PER_MS), not wall-clock time, so the same
+input gives the same answer on any machine. The repair and placement before the search are not counted: they
+take time linear in the partitions (plus a sort).
 
-Budget (`max_rscore`, `max_moves`): the Rscore and moves of the answer never exceed the caps. A consumer
+Budget (`max_rscore`, `max_moves`): the Rscore and moves of the answer never exceed the caps (except for
+the partitions of consumers that are gone, which must move and are charged first). Repairs are paid first,
+consumers in id order; the search spends what is left, only on steps that lower the objective. A consumer
 the budget cannot repair stays above capacity: `outputs.overloaded_consumers`, with `outputs.rscore_needed`,
-the Rscore its repair would have cost.
+the Rscore their cheapest repairs would have cost.
 """
 
 from __future__ import annotations
 
-import time
+import itertools
 from typing import Any
 
 from pydantic import Field
@@ -40,15 +43,17 @@ from app.core.algorithms.budget import MigrationBudget, Spending
 from app.core.bins import ConsumerPool, SortedRuns
 from app.core.model import ROUNDING, Problem, consumer_sort_key, sorted_consumers, within
 
-NODES_PER_MS = 25
-"""Search work per millisecond of `time_limit_ms`: about what one shared core explores (bench/frontier.py)."""
-NODES_PER_NEIGHBOURHOOD = 1_000
-"""A neighbourhood whose search is not complete within this many nodes keeps the best placement found."""
+WORK_PER_MS = 700
+"""Units of search work per millisecond of `time_limit_ms`: what one core of this project's machine does in
+a millisecond of CPU time (690-950 measured at 200, 2 000 and 20 000 partitions; the lowest, so the search
+takes about `time_limit_ms` of CPU at most). The limit is kept in units, never in seconds, so answers do not
+depend on the machine or its load."""
 EJECTION_TRIES = 32
 """Consumers (those with the most room) a partition that fits nowhere may eject a smaller one from."""
 DEFAULT_CONSUMER_WEIGHT = 1.0
-WALL_CLOCK_SLACK_S = 0.5
-"""Added to the wall-clock guard, so that short limits on a busy machine still end by the work count."""
+"""W = 1 (a consumer weighs as much as migrating C of rate), chosen with bench/frontier.py: of W ∈ {0.5, 1,
+1.5, 3}, the largest that keeps the Rscore within 0.8 × MWF's on three of the four 32- and 200-partition
+streams; W = 1.5 or 3 buys 0.5-1.5 % fewer consumers for 8-20 % more Rscore."""
 
 
 class RepackParams(MigrationBudget):
@@ -57,8 +62,19 @@ class RepackParams(MigrationBudget):
         gt=0,
         description="W: one consumer more costs as much as migrating W·C of rate (objective W·consumers + Rscore)",
     )
-    time_limit_ms: int = Field(200, ge=1, le=60_000, description="search budget, spent as a count of search nodes")
+    time_limit_ms: int = Field(
+        200,
+        ge=1,
+        le=60_000,
+        description=f"search budget: {WORK_PER_MS} units of search work per ms, counted, never timed (deterministic)",
+    )
     neighbourhood: int = Field(4, ge=2, le=8, description="consumers re-placed together in one search step")
+    neighbourhood_nodes: int = Field(
+        1_000,
+        ge=1,
+        le=1_000_000,
+        description="branch-and-bound nodes one neighbourhood may take; past them it keeps the best placement found",
+    )
 
 
 class Repacker:
@@ -69,6 +85,7 @@ class Repacker:
         self.rates = problem.rates
         self.weight = params.consumer_weight
         self.k = params.neighbourhood
+        self.nodes = params.neighbourhood_nodes
         self.spending = Spending(problem, params)
         self.pool = ConsumerPool(problem.members, problem.capacity_of)
         self.ids: list[str] = []
@@ -79,6 +96,7 @@ class Repacker:
         self.owner: list[int] = [-1] * problem.size  # partition → its bin
         self.previous_bin: list[int] = [-1] * problem.size  # partition → its previous consumer's bin, if open
         self.needed = 0.0  # rate the budget did not let repairs migrate
+        self.work = 0  # search work done, in the units of WORK_PER_MS
         self.by_slack = SortedRuns()  # non-empty consumers by (−remaining capacity, id, bin)
         self.slack_entry: dict[int, tuple] = {}
 
@@ -141,12 +159,14 @@ class Repacker:
             self.load[b] = sum(rates[j] for j in held)
             for j in held:
                 self.owner[j] = self.previous_bin[j] = b
-            self.track(b)
+        entries = [(self.load[b] - self.cap[b], consumer_sort_key(self.ids[b]), b) for b in range(len(self.ids))]
+        self.by_slack = SortedRuns.of(entries)  # at once: faster than one insert per consumer
+        self.slack_entry = {entry[2]: entry for entry in entries}
         for b in range(len(self.ids)):
             if len(self.held[b]) > 1 and not within(self.load[b], self.cap[b]):
                 unplaced.extend(self.repair(b))
         for j in problem.decreasing(unplaced):
-            b = self.best_fit(rates[j], ())
+            b = self.best_fit(rates[j])
             if b < 0:
                 b = self.open(problem.previous_owner[j])
             self.put(b, j)
@@ -155,7 +175,8 @@ class Repacker:
                 self.spending.moves -= 1
 
     def repair(self, b: int) -> list[int]:
-        """Give up the cheapest partitions that bring bin b within its capacity, if the budget affords them."""
+        """Give up the cheapest partitions that bring bin b within its capacity (the smallest one that
+        suffices, or the smallest ones until it fits; the cheaper the budget affords), or none."""
         rates, load, capacity = self.rates, self.load[b], self.cap[b]
         ascending = sorted(self.held[b], key=lambda j: (rates[j], self.problem.keys[j]))
         if not within(rates[ascending[-1]], capacity):  # the largest sits alone: the rest goes
@@ -169,10 +190,11 @@ class Repacker:
                 smallest.append(j)
                 load -= rates[j]
             candidates.append(smallest)
-        given = min(candidates, key=lambda chosen: (sum(rates[j] for j in chosen), len(chosen)))
-        if not all(self.affordable(given)):
-            self.needed += sum(rates[j] for j in given)
-            for _ in given:
+        candidates.sort(key=lambda chosen: (sum(rates[j] for j in chosen), len(chosen)))
+        given = next((chosen for chosen in candidates if self.affordable(chosen)), None)
+        if given is None:  # stays above capacity: what its cheapest repair would have cost
+            self.needed += sum(rates[j] for j in candidates[0])
+            for _ in candidates[0]:
                 self.spending.refuse()
             return []
         for j in given:
@@ -180,23 +202,24 @@ class Repacker:
             self.take(b, j)
         return given
 
-    def affordable(self, partitions: list[int]) -> list[bool]:
+    def affordable(self, partitions: list[int]) -> bool:
+        """Whether the budget affords moving all these partitions."""
         spending = self.spending
         rate, moves = spending.rate, spending.moves
-        result = []
+        ok = True
         for j in partitions:
-            ok = spending.affords(j)
-            result.append(ok)
+            ok = ok and spending.affords(j)
             spending.spend(j)
         spending.rate, spending.moves = rate, moves
-        return result
+        return ok
 
     # -- 3. search -------------------------------------------------------------------------------------------
 
-    def search(self, nodes: int, deadline: float) -> dict[str, Any]:
-        """Passes over the targets until one keeps nothing or the work is spent: each pass first tries to
-        dissolve every target (cheap), then re-solves the neighbourhood of each."""
-        self.work, kept, passes = 0, 0, 0
+    def search(self, limit: int) -> dict[str, Any]:
+        """Passes over the targets until one keeps nothing or `limit` units of work are spent: each pass
+        first tries to dissolve every target (cheap), then re-solves the neighbourhood of each. Returns
+        what `outputs.search` reports: work done, steps kept, passes, why it stopped."""
+        kept, passes = 0, 0
         while True:
             passes += 1
             improved = False
@@ -204,26 +227,24 @@ class Repacker:
                 for target in self.targets():
                     if not self.held[target]:
                         continue
-                    if self.work >= nodes or time.perf_counter() > deadline:
-                        stopped = "work_limit" if self.work >= nodes else "wall_clock"
-                        return {"search_nodes": self.work, "kept_steps": kept, "passes": passes, "stopped": stopped}
-                    if step(target, nodes):
+                    if self.work >= limit:
+                        return {"work": self.work, "kept_steps": kept, "passes": passes, "stopped": "work_limit"}
+                    if step(target, limit):
                         kept += 1
                         improved = True
             if not improved:
-                return {"search_nodes": self.work, "kept_steps": kept, "passes": passes, "stopped": "local_optimum"}
+                return {"work": self.work, "kept_steps": kept, "passes": passes, "stopped": "local_optimum"}
 
     def targets(self) -> list[int]:
-        """Open consumers, least utilised first, ties by id."""
+        """Open consumers, least utilised first, ties by id (one unit of work each)."""
+        self.work += len(self.ids)
         return sorted(
             (b for b in range(len(self.ids)) if self.held[b]),
             key=lambda b: (self.load[b] / self.cap[b], consumer_sort_key(self.ids[b])),
         )
 
-    def resolve(self, target: int, nodes: int) -> bool:
-        spent, better = Neighbourhood(self, self.neighbourhood(target)).solve(
-            min(NODES_PER_NEIGHBOURHOOD, nodes - self.work)
-        )
+    def resolve(self, target: int, limit: int) -> bool:
+        spent, better = Neighbourhood(self, self.neighbourhood(target)).solve(min(self.nodes, limit - self.work))
         self.work += spent
         if better is None:
             return False
@@ -232,7 +253,7 @@ class Repacker:
                 self.move(j, b)
         return True
 
-    def dissolve(self, target: int, _nodes: int) -> bool:
+    def dissolve(self, target: int, _limit: int) -> bool:
         """Close the target if each of its partitions, largest first, finds another consumer (`relocate`)
         and that lowers the objective within the budget; else leave everything as it was."""
         rates = self.rates
@@ -256,24 +277,24 @@ class Repacker:
         (the least remaining capacity that fits), else by ejecting a smaller partition from one of the
         EJECTION_TRIES consumers with the most room into Best Fit elsewhere."""
         rates = self.rates
+        self.work += 1
         home = self.previous_bin[j]
         if home >= 0 and home != target and self.held[home] and self.fits(home, j):
             self.move(j, home)
             return True
-        b = self.best_fit(rates[j], ())
+        b = self.best_fit(rates[j])
         if b >= 0:
             self.move(j, b)
             return True
-        for tries, (_, _, b) in enumerate(self.by_slack):
-            if tries == EJECTION_TRIES:
-                break
+        roomiest = [b for _, _, b in itertools.islice(self.by_slack, EJECTION_TRIES)]  # moves below reorder it
+        for b in roomiest:
             for y in sorted(self.held[b], key=lambda i: (rates[i], self.problem.keys[i])):
                 self.work += 1
                 if rates[y] >= rates[j] or not within(self.load[b] - rates[y] + rates[j], self.cap[b]):
                     continue
                 journal.append((y, b))
                 self.move(y, -1)
-                other = self.best_fit(rates[y], (b,))
+                other = self.best_fit(rates[y], b)
                 if other < 0:
                     self.move(y, b)
                     journal.pop()
@@ -283,21 +304,20 @@ class Repacker:
                 return True
         return False
 
-    def best_fit(self, rate: float, excluded: tuple[int, ...]) -> int:
-        """The open consumer with the least remaining capacity that takes `rate`, not in `excluded`, or −1."""
+    def best_fit(self, rate: float, excluded: int = -1) -> int:
+        """The open consumer with the least remaining capacity that takes `rate`, other than `excluded`, or −1.
+        The entries are (load − capacity, id, bin): the last one below rate − 0 (up to rounding) fits."""
         found = self.by_slack.last_below((self.problem.capacity * 1e-12 - rate,))
+        if found is not None and found[2] == excluded:  # the next one down has more room
+            found = self.by_slack.last_below(found)
         if found is None:
             return -1
         b = found[2]
-        if b in excluded:  # the next one down has more room
-            for _, _, other in self.by_slack:
-                if other not in excluded and within(self.load[other] + rate, self.cap[other]):
-                    return other
-            return -1
         return b if within(self.load[b] + rate, self.cap[b]) else -1
 
     def move(self, j: int, b: int) -> None:
-        """Partition j to bin b (−1: out of every bin), its cost charged or refunded."""
+        """Partition j to bin b (−1: out of every bin), its cost charged or refunded (one unit of work)."""
+        self.work += 1
         was = self.owner[j]
         if was >= 0:
             if self.cost(j, was):
@@ -436,8 +456,8 @@ class Neighbourhood:
 def place(problem: Problem, params: RepackParams) -> Placement:
     state = Repacker(problem, params)
     state.start()
-    nodes = params.time_limit_ms * NODES_PER_MS
-    search = state.search(nodes, time.perf_counter() + 3 * params.time_limit_ms / 1000 + WALL_CLOCK_SLACK_S)
+    limit = params.time_limit_ms * WORK_PER_MS
+    search = state.search(limit)
     over = [
         state.ids[b] for b, held in enumerate(state.held) if len(held) > 1 and not within(state.load[b], state.cap[b])
     ]

@@ -10,8 +10,8 @@ If the service does not answer within the deadline, errors, or gives an answer t
 group, the leader assigns locally (balanced counts, keeping the partitions members report reading) and
 logs it: a rebalance never fails because groupfit is down.
 
-The service packs uniform bins, so when members advertise capacities the leader asks with the smallest
-one (every member can then carry what it is given); otherwise with the configured capacity.
+Members may differ in size: a member that advertises its capacity is sent as `{"id", "capacity"}`, so the
+service keeps each within its own; the others (and the request's C) have the configured capacity.
 
 aiokafka's assignors are classes with classmethods, so `groupfit_assignor(...)` makes one per member.
 """
@@ -80,8 +80,8 @@ def groupfit_assignor(
     member_capacity: float | None = None,
 ) -> type[AbstractPartitionAssignor]:
     """An assignor class for this member. `capacity` is C for the leader's request (same unit as the
-    rates) unless members advertise theirs (`member_capacity`); `rates` maps partitions to their rates
-    (default: the service's stored rates for `group`)."""
+    rates): the capacity of every member that does not advertise its own (`member_capacity`, sent in the
+    subscription); `rates` maps partitions to their rates (default: the service's stored rates for `group`)."""
 
     # One client for every rebalance: making one costs tens of milliseconds, and its connection is kept.
     client = GroupfitClient(service_url, timeout=deadline_s, retries=0)
@@ -114,20 +114,13 @@ def groupfit_assignor(
         ) -> dict[str, ConsumerProtocolMemberAssignment]:
             decoded = _distinct({member_id: Member.decode(member_id, meta) for member_id, meta in members.items()})
             identities = sorted(m.identity for m in decoded.values())
+            sizes = {m.identity: m.capacity for m in decoded.values() if m.capacity}
             topics = sorted({t for meta in members.values() for t in meta.subscription})
             partitions = [TopicPartition(t, p) for t in topics for p in sorted(cluster.partitions_for_topic(t) or ())]
-            advertised = [m.capacity for m in decoded.values() if m.capacity]
             started = time.perf_counter()
             try:
                 owner = _ask_service(
-                    client,
-                    group,
-                    algorithm,
-                    min(advertised, default=capacity),
-                    deadline_s,
-                    rates,
-                    identities,
-                    partitions,
+                    client, group, algorithm, capacity, deadline_s, rates, identities, sizes, partitions
                 )
                 cls.last_source = "service"
             except Exception as exc:
@@ -180,9 +173,11 @@ def _ask_service(
     deadline_s: float,
     rates: RatesFn | None,
     identities: list[str],
+    sizes: Mapping[str, float],
     partitions: list[TopicPartition],
 ) -> dict[TopicPartition, str]:
-    """The service's assignment, partition → identity, within the deadline (rates read included)."""
+    """The service's assignment, partition → identity, within the deadline (rates read included). `sizes`:
+    the members that advertised their own capacity."""
     deadline = time.monotonic() + deadline_s
     lags: dict[TopicPartition, float] = {}
     if rates is not None:
@@ -206,17 +201,16 @@ def _ask_service(
             "algorithm": algorithm,
             "capacity": capacity,
             "group": group,
-            "members": identities,
+            "members": [{"id": i, "capacity": sizes[i]} if i in sizes else i for i in identities],
             "partitions": [PartitionRate(*tp, float(known.get(tp, 0.0)), lags.get(tp)) for tp in partitions],
         },
         timeout=remaining,
     )
     if answer.overloaded_members:
         log.warning(
-            "group %r: members %s are over capacity %g; groupfit recommends %s consumers (the group has %d)",
+            "group %r: members %s are over capacity; groupfit recommends %s consumers (the group has %d)",
             group,
             answer.overloaded_members,
-            capacity,
             answer.recommended_consumers,
             len(identities),
         )

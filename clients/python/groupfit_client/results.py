@@ -189,11 +189,20 @@ class HistoryEntry:
     consumer_count: int
     moves_count: int
     updated_at: dt.datetime
+    moved_rate: float | None  # None from a service that does not record it
+    moves: list[Move] | None  # the largest moves of that rebalance
     raw: Json = field(repr=False, compare=False)
 
     @classmethod
     def from_json(cls, doc: Json) -> HistoryEntry:
-        return _build(cls, doc, updated_at=_time(doc["updated_at"]))
+        moves = doc.get("moves")
+        return _build(
+            cls,
+            doc,
+            updated_at=_time(doc["updated_at"]),
+            moved_rate=doc.get("moved_rate"),
+            moves=None if moves is None else [Move.from_json(m) for m in moves],
+        )
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import signal
+import sys
 from typing import Any
 
 from groupfit_client.client import GroupfitClient
@@ -19,6 +21,8 @@ from groupfit_client.controller.processes import LocalProcesses
 
 
 def _consumer_main(args: argparse.Namespace) -> None:
+    # Deleted by SIGTERM (LocalProcesses, Kubernetes): close, so it leaves its groups at once.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     with contextlib.ExitStack() as stack:
         log_file = stack.enter_context(open(args.record_log, "a", buffering=1)) if args.record_log else None
 

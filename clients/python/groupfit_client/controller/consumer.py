@@ -12,6 +12,7 @@ from groupfit_client.controller.protocol import (
     EVERY_CONSUMER,
     Message,
     control_consumer,
+    membership,
     producer,
     publish,
     received,
@@ -41,6 +42,7 @@ class ControlledConsumer:
             }
         )
         self.control = control_consumer(bootstrap, control_topic)
+        self.member = membership(bootstrap, group, control_topic, consumer_id)
         self.producer = producer(bootstrap)
         self.owned: set[TopicPartition] = set()
         self.quitting = False
@@ -59,6 +61,7 @@ class ControlledConsumer:
             else:
                 time.sleep(0.05 if self.owned else 0.2)
             self._apply_commands()
+            self.member.poll(0)  # stays a member, so a restarted controller finds it through DescribeGroups
 
     def _kafka_partitions(self, partitions: set[TopicPartition]) -> list[Any]:
         from confluent_kafka import TopicPartition as KafkaTP
@@ -104,3 +107,4 @@ class ControlledConsumer:
     def close(self) -> None:
         self.data.close()
         self.control.close()
+        self.member.close()

@@ -9,7 +9,15 @@ from collections.abc import Iterable, Mapping
 
 from groupfit_client.client import GroupfitClient
 from groupfit_client.controller.processes import ConsumerProcesses
-from groupfit_client.controller.protocol import EVERY_CONSUMER, Message, control_consumer, producer, publish, received
+from groupfit_client.controller.protocol import (
+    EVERY_CONSUMER,
+    Message,
+    control_consumer,
+    members,
+    producer,
+    publish,
+    received,
+)
 from groupfit_client.results import PartitionRate, TopicPartition
 
 log = logging.getLogger("groupfit.controller")
@@ -30,6 +38,7 @@ class Controller:
         ack_timeout_s: float = 30.0,
     ) -> None:
         self.service, self.topic, self.group, self.control_topic = service, topic, group, control_topic
+        self.bootstrap = bootstrap
         self.processes, self.capacity, self.algorithm = processes, capacity, algorithm
         self.period_s, self.ack_timeout_s = period_s, ack_timeout_s
         self.control = control_consumer(bootstrap, control_topic)
@@ -39,10 +48,18 @@ class Controller:
 
     # -- Synchronize ----------------------------------------------------------------------
     def synchronize(self, grace_s: float = 3.0) -> None:
-        """Ask every consumer what it reads (after a controller restart, before acting): the ones the process
-        manager knows must answer; any other that answers within `grace_s` (started by an earlier
-        controller) is kept too, since it may be reading partitions."""
-        expected = set(self.processes.running())
+        """Ask every consumer what it reads (after a controller restart, before acting). Who exists comes from
+        the broker: every controlled consumer is a member of the group's membership group (DescribeGroups),
+        including those an earlier controller started. Those the process manager runs must answer; a member
+        that does not answer within the ack timeout is taken as gone (the broker drops a dead one only after
+        its session timeout). Others that answer within `grace_s` are kept too."""
+        running = set(self.processes.running())
+        try:
+            listed = members(self.bootstrap, self.group)
+        except Exception as exc:  # the broker cannot tell: only the grace period finds the others
+            log.warning("could not describe the consumers' membership group: %s", exc)
+            listed = set()
+        expected = running | listed
         command_id = uuid.uuid4().hex
         self._send_command(Message("sync", EVERY_CONSUMER, command_id))
         answered: dict[str, set[TopicPartition]] = {}
@@ -51,8 +68,10 @@ class Controller:
             for reply in self._replies():
                 if reply.type == "state" and reply.command_id == command_id:
                     answered[reply.consumer] = set(reply.partitions or ())
-        if expected - set(answered):
-            raise TimeoutError(f"no state from {sorted(expected - set(answered))} within {self.ack_timeout_s} s")
+        if running - set(answered):
+            raise TimeoutError(f"no state from {sorted(running - set(answered))} within {self.ack_timeout_s} s")
+        if listed - set(answered):
+            log.warning("consumers %s are members but did not answer: taken as gone", sorted(listed - set(answered)))
         self.state = answered
 
     # -- Sentinel -------------------------------------------------------------------------

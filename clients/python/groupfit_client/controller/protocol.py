@@ -69,8 +69,7 @@ def control_consumer(bootstrap: str, control_topic: str) -> Any:
 def producer(bootstrap: str) -> Any:
     from confluent_kafka import Producer
 
-    # One record per request: the embedded test broker miscounts multi-record batches.
-    return Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1, "linger.ms": 0})
+    return Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})  # commands wait for no batch
 
 
 def publish(producer: Any, control_topic: str, message: Message) -> None:
@@ -83,3 +82,37 @@ def received(control: Any, timeout: float) -> list[Message]:
     records = control.consume(num_messages=50, timeout=timeout)
     messages = (Message.decode(r.value()) for r in records if r.error() is None)
     return [m for m in messages if m is not None]
+
+
+def membership_group(group: str) -> str:
+    """The classic consumer group in which every controlled consumer of `group` is a member (its client.id is
+    the consumer's id), so that the broker's DescribeGroups lists the consumers that exist."""
+    return f"{group}.controlled"
+
+
+def membership(bootstrap: str, group: str, control_topic: str, consumer_id: str) -> Any:
+    """A member of `membership_group(group)` that reads nothing: it joins with the control topic as its
+    subscription and pauses whatever it is given; `poll(0)` keeps it in the group."""
+    from confluent_kafka import Consumer
+
+    member = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": membership_group(group),
+            "client.id": consumer_id,
+            "enable.auto.commit": False,
+            "session.timeout.ms": 10_000,  # a consumer that died leaves the list within 10 s
+        }
+    )
+    member.subscribe([control_topic], on_assign=lambda consumer, partitions: consumer.pause(partitions))
+    return member
+
+
+def members(bootstrap: str, group: str, timeout: float = 10.0) -> set[str]:
+    """The ids of the controlled consumers of `group` the broker knows (DescribeGroups)."""
+    from confluent_kafka.admin import AdminClient
+
+    name = membership_group(group)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    description = admin.describe_consumer_groups([name], request_timeout=timeout)[name].result()
+    return {member.client_id for member in description.members}

@@ -1,0 +1,205 @@
+"""The rates job on a Spark standalone cluster (a master and two workers from the installed PySpark), submitted
+by deploy/spark/submit.sh as an operator would, against real Apache Kafka and the live service; then the driver
+is stopped mid-stream and started again on the same checkpoint."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from groupfit_client import GroupfitClient, GroupfitError
+
+from app.local.spark import SparkStandalone
+from app.pipeline.source import end_offsets
+from tests.integration.test_pipeline import RATES, RECORD, produce
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+# Longer than a driver restart, even on a loaded machine, so the first windows after it span the stop and show
+# a lost or doubled count; the topic is filled with that much history first, so the windows are full at once.
+WINDOW_S = 240
+
+
+def backfill(bootstrap: str, topic: str, seconds: int, counts: dict[int, int]) -> None:
+    """`seconds` of history at RATES, record timestamps spread evenly over the seconds before now."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    now_ms = int(time.time() * 1000)
+    for partition, rate in RATES.items():
+        records = int(rate * seconds / RECORD)
+        for i in range(records):
+            stamp = now_ms - seconds * 1000 + i * seconds * 1000 // records
+            producer.produce(topic, value=b"x" * RECORD, partition=partition, timestamp=stamp)
+            producer.poll(0)
+        counts[partition] += records
+    producer.flush(30)
+
+
+@pytest.fixture(scope="module")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkStandalone]:
+    started = time.perf_counter()
+    cluster = SparkStandalone(tmp_path_factory.mktemp("spark-standalone"), workers=2).start()
+    print(f"Spark standalone master and 2 workers up in {time.perf_counter() - started:.1f} s")
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def groupfit_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What submit.sh ships to the executors with --py-files: the `app` package, zipped as --py-files takes it."""
+    folder = tmp_path_factory.mktemp("dist")
+    return Path(shutil.make_archive(str(folder / "groupfit"), "zip", ROOT, "app"))
+
+
+class Submitted:
+    """deploy/spark/submit.sh in client mode (standalone clusters run Python drivers in client mode), with the
+    job's own Kafka source: Spark's connector is left out (SPARK_KAFKA_PACKAGES=""), as no build of it for the
+    installed Spark can be fetched here."""
+
+    def __init__(self, cluster: SparkStandalone, wheel: Path, log_path: Path, *job_args: str) -> None:
+        env = {
+            **cluster.env,
+            "SPARK_MASTER": cluster.master_url,
+            "SPARK_DEPLOY_MODE": "client",
+            "GROUPFIT_WHEEL": str(wheel),
+            "SPARK_KAFKA_PACKAGES": "",
+            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",  # the venv's spark-submit
+        }
+        self.log_path = log_path
+        with open(log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                ["bash", str(ROOT / "deploy" / "spark" / "submit.sh"), *job_args],
+                env=env,
+                cwd=ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def stop(self) -> None:
+        """SIGTERM to the driver's process group (spark-submit's JVM and the job's Python), as a kill would."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+
+    def log_tail(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+
+def batches(checkpoint: Path) -> dict[int, dict[str, int]]:
+    """The end offsets of every micro-batch the query planned, by batch id, from its checkpoint."""
+    planned = {}
+    for path in (checkpoint / "offsets").iterdir():
+        if path.name.isdigit():
+            lines = path.read_text().splitlines()
+            offsets: dict[str, int] = {}
+            for source in lines[2:]:  # after the version and the batch metadata, one line per source
+                document = json.loads(source)
+                if isinstance(document, str):  # a Python data source's offset, JSON in a JSON string
+                    document = json.loads(document)
+                for key, value in document.items():  # {"topic/partition": offset} or {"topic": {"partition": offset}}
+                    offsets |= (
+                        {f"{key}/{p}": int(o) for p, o in value.items()}
+                        if isinstance(value, dict)
+                        else {key: int(value)}
+                    )
+            planned[int(path.name)] = offsets
+    return planned
+
+
+def test_rates_job_on_a_standalone_cluster_and_a_driver_restart(
+    spark_cluster, groupfit_wheel, kafka_broker, live_service, tmp_path
+):
+    topic, group = f"sa-{uuid.uuid4().hex[:6]}", f"sa-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap_servers})
+    for future in admin.create_topics([NewTopic(topic, 4, 1)]).values():
+        future.result(30)
+    checkpoint = tmp_path / "checkpoint"
+    job_args = [
+        *("--bootstrap-servers", kafka_broker.bootstrap_servers, "--topics", topic),
+        *("--service-url", live_service.url, "--service-group", group),
+        *("--window-s", str(WINDOW_S), "--slide-s", "5", "--trigger-s", "5"),
+        *("--checkpoint-dir", str(checkpoint), "--starting-offsets", "earliest"),
+        *("--source", "python"),  # after submit.sh's own --source: the last one counts
+    ]
+    stop, counts = threading.Event(), dict.fromkeys(RATES, 0)
+    backfill(kafka_broker.bootstrap_servers, topic, WINDOW_S, counts)
+    producer = threading.Thread(target=produce, args=(kafka_broker.bootstrap_servers, topic, 600, stop, counts))
+    producer.start()
+    service = GroupfitClient(live_service.url)
+    observed: list[tuple[float, object, dict[int, float]]] = []  # (when, window_end, rate by partition)
+
+    def watch_until(accurate_after: float | None, deadline_s: float, job: Submitted) -> dict[int, float] | None:
+        """Poll the stored rates; the first set within 10% of the produced rates whose window ends after
+        `accurate_after` (a wall-clock time), or None by the deadline."""
+        deadline = time.monotonic() + deadline_s
+        while time.monotonic() < deadline and job.process.poll() is None:
+            time.sleep(1)
+            try:
+                stored = service.rates(group)
+            except GroupfitError as error:
+                assert error.code == "group_not_found"
+                continue
+            rates = {p.partition: p.rate for p in stored.partitions}
+            if not observed or observed[-1][1] != stored.window_end:
+                observed.append((time.time(), stored.window_end, rates))
+            ends_after = accurate_after is None or stored.window_end.timestamp() > accurate_after
+            if ends_after and len(rates) == 4 and all(abs(rates[p] - RATES[p]) <= 0.1 * RATES[p] for p in RATES):
+                return rates
+        return None
+
+    first = second = None
+    try:
+        started = time.perf_counter()
+        first = Submitted(spark_cluster, groupfit_wheel, tmp_path / "driver-1.log", *job_args)
+        rates = watch_until(None, 300, first)
+        assert rates is not None, f"no accurate rates from the cluster: {observed[-3:]}\n{first.log_tail()}"
+        print(f"first accurate rates {time.perf_counter() - started:.0f} s after spark-submit: {rates}")
+        time.sleep(6)  # mid-stream: more batches planned and committed
+        stopped_at = time.time()
+        first.stop()
+        before = batches(checkpoint)
+        assert before, "the first run planned no batch"
+        started = time.perf_counter()
+        second = Submitted(spark_cluster, groupfit_wheel, tmp_path / "driver-2.log", *job_args)
+        # A window that spans the stop holds records the first run counted (kept in the checkpoint's state) and
+        # records the second read from the checkpoint's offsets: a gap makes it too low, a double count too high.
+        rates = watch_until(stopped_at + 5, 300, second)
+        restart_s = time.perf_counter() - started
+        assert rates is not None, f"rates did not continue after the restart: {observed[-3:]}\n{second.log_tail()}"
+        print(f"accurate rates again {restart_s:.0f} s after the restart: {rates}")
+        spanning = [o for o in observed if o[0] > stopped_at and o[1].timestamp() - WINDOW_S < stopped_at]
+        assert spanning, f"no stored window spanned the stop ({restart_s:.0f} s restart, {WINDOW_S} s windows)"
+        for _, window_end, stored in spanning:
+            assert all(abs(stored[p] - RATES[p]) <= 0.1 * RATES[p] for p in RATES), (window_end, stored)
+        after = batches(checkpoint)
+        ids = sorted(after)
+        assert ids == list(range(ids[0], ids[-1] + 1)) and ids[-1] > max(before), "batch ids continue, no gap"
+        for earlier, later in itertools.pairwise(ids):
+            assert all(after[later][key] >= offset for key, offset in after[earlier].items()), "offsets never go back"
+    finally:
+        stop.set()
+        producer.join()
+        service.close()
+        for job in (first, second):
+            if job is not None:
+                job.stop()
+    ends = end_offsets(kafka_broker.bootstrap_servers, [topic], "latest")
+    assert sum(ends.values()) == sum(counts.values())

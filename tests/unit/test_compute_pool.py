@@ -1,0 +1,114 @@
+"""The bounded pool of compute workers (issue #13): a deadline that stops the work, a full queue refused at
+once, a departed client's work stopped, each worker's memory bounded, a job's refusal keeping its code."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from app.core.errors import AssignmentError, ErrorCode
+from app.service.compute import ComputePool
+from tests.unit import pool_jobs
+
+
+def alive(pid: int) -> bool:
+    """Running: a zombie (killed, not reaped yet) counts as gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+async def gone_within(pid: int, seconds: float = 5) -> bool:
+    for _ in range(int(seconds / 0.05)):
+        if not alive(pid):
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+async def pool():
+    pool = ComputePool(workers=1, queue=1, timeout_s=30, memory_mb=512, preload=("tests.unit.pool_jobs",))
+    await pool.start()
+    await pool.run(pool_jobs.pid, b"0")  # the worker has imported everything
+    yield pool
+    await pool.close()
+
+
+async def test_a_job_past_the_deadline_is_answered_504_and_its_worker_killed(pool):
+    first = int(await pool.run(pool_jobs.pid, b"0"))
+    pool.timeout_s = 0.3
+    with pytest.raises(AssignmentError) as refused:
+        await pool.run(pool_jobs.pid, b"30")
+    assert refused.value.code is ErrorCode.COMPUTE_TIMEOUT
+    assert await gone_within(first)
+    pool.timeout_s = 30
+    assert int(await pool.run(pool_jobs.pid, b"0")) != first  # a fresh worker took its place
+
+
+async def test_a_full_queue_is_refused_at_once_with_compute_busy(pool):
+    running = [asyncio.ensure_future(pool.run(pool_jobs.pid, b"0.5")) for _ in range(2)]  # one runs, one waits
+    await asyncio.sleep(0.05)
+    with pytest.raises(AssignmentError) as refused:
+        await pool.run(pool_jobs.pid, b"0")
+    assert refused.value.code is ErrorCode.COMPUTE_BUSY
+    assert len(set(await asyncio.gather(*running))) == 1  # both ran, one after the other, on the one worker
+
+
+async def test_the_work_of_a_client_that_went_away_is_stopped(pool):
+    worker = int(await pool.run(pool_jobs.pid, b"0"))
+    client_left = asyncio.Event()
+    job = asyncio.ensure_future(pool.run(pool_jobs.pid, b"30", gone=client_left.wait))
+    await asyncio.sleep(0.1)
+    client_left.set()
+    with pytest.raises(AssignmentError) as stopped:
+        await job
+    assert stopped.value.code is ErrorCode.COMPUTE_TIMEOUT
+    assert await gone_within(worker)
+
+
+async def test_a_cancelled_request_stops_its_work(pool):
+    worker = int(await pool.run(pool_jobs.pid, b"0"))
+    job = asyncio.ensure_future(pool.run(pool_jobs.pid, b"30"))
+    await asyncio.sleep(0.1)
+    job.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await job
+    assert await gone_within(worker)
+
+
+async def test_a_refusal_in_the_worker_keeps_its_code_and_the_worker(pool):
+    worker = int(await pool.run(pool_jobs.pid, b"0"))
+    with pytest.raises(AssignmentError) as refused:
+        await pool.run(pool_jobs.refuse, b"no such partition.")
+    assert (refused.value.code, refused.value.message, refused.value.details) == (
+        ErrorCode.INVALID_PARAMETER,
+        "no such partition.",
+        {"at": "x"},
+    )
+    assert int(await pool.run(pool_jobs.pid, b"0")) == worker
+
+
+async def test_a_job_beyond_the_worker_memory_limit_fails_alone(pool):
+    worker = int(await pool.run(pool_jobs.pid, b"0"))
+    with pytest.raises(AssignmentError) as refused:
+        await pool.run(pool_jobs.allocate, b"4096")
+    assert refused.value.code is ErrorCode.TOO_MANY_PARTITIONS
+    assert await gone_within(worker)  # not trusted after a MemoryError: replaced
+    assert await pool.run(pool_jobs.allocate, b"1") == b"\0"
+
+
+async def test_a_wait_cancelled_as_a_worker_is_released_leaves_the_pool_consistent():
+    pool = ComputePool(workers=1, queue=1, timeout_s=30, memory_mb=512)
+    pool._alive = 1  # one worker, busy: a request has to wait
+    waiting = asyncio.ensure_future(pool._checkout())
+    await asyncio.sleep(0)
+    waiting.cancel()  # its deadline passes...
+    worker = object()
+    pool._release(worker)  # ...in the same turn as the busy worker comes back
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert pool._idle == [worker] and not pool._waiting
