@@ -26,8 +26,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Every member sends its stable identity, its capacity and the partitions it owns as subscription user data
  * ({@link MemberData}). The group's leader sends the group's partitions (from the cluster metadata) with the rates
- * stored in groupfit, the previous owners and the members to POST /v1/assign, and maps the answer, keyed by
- * identity, back to member ids. When groupfit does not answer within {@code groupfit.timeout.ms}, errors, or answers
+ * stored in groupfit, the previous owners and the members (each with the capacity it advertises, if any) to POST
+ * /v1/assign, and maps the answer, keyed by identity, back to member ids. When groupfit does not answer within {@code groupfit.timeout.ms}, errors, or answers
  * something that does not fit the group, the leader assigns locally ({@link Balance#sticky}) and logs why: a
  * rebalance never fails because groupfit is down.
  *
@@ -40,6 +40,7 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
     public static final String TOKEN = "groupfit.token";
     public static final String TIMEOUT_MS = "groupfit.timeout.ms";
     public static final String CAPACITY = "groupfit.capacity";
+    public static final String DEFAULT_CAPACITY = "groupfit.default.capacity";
     public static final String ALGORITHM = "groupfit.algorithm";
     public static final String GROUP = "groupfit.group";
     public static final String IDENTITY = "groupfit.identity";
@@ -60,6 +61,7 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
     private String group;
     private String identity;
     private Double capacity;
+    private Double defaultCapacity;
     private Duration timeout;
     private boolean cooperative;
     // This member's partitions and generation, sent in the next subscription (an EAGER member owns nothing when it
@@ -88,6 +90,9 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
         group = groupId.toString();
         identity = id.toString();
         capacity = configs.containsKey(CAPACITY) ? positive(CAPACITY, configs.get(CAPACITY)) : null;
+        // A group whose members all set groupfit.capacity needs no default of its own.
+        defaultCapacity = configs.containsKey(DEFAULT_CAPACITY)
+                ? positive(DEFAULT_CAPACITY, configs.get(DEFAULT_CAPACITY)) : capacity;
         timeout = Duration.ofMillis(Long.parseLong(setting(configs, TIMEOUT_MS, "2000")));
         String protocol = setting(configs, REBALANCE_PROTOCOL, "eager").toLowerCase();
         if (!protocol.equals("eager") && !protocol.equals("cooperative")) {
@@ -105,7 +110,7 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
         return value == null ? otherwise : value.toString();
     }
 
-    private static Double positive(String key, Object value) {
+    static Double positive(String key, Object value) {
         try {
             double parsed = Double.parseDouble(value.toString());
             if (parsed > 0 && Double.isFinite(parsed)) {
@@ -176,8 +181,10 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
                 if (!homogeneous) {
                     throw new GroupfitService.UnusableAnswer("members subscribe to different topics");
                 }
+                Map<String, Double> sizes = new HashMap<>();
+                members.stream().filter(m -> m.capacity() != null).forEach(m -> sizes.put(m.identity(), m.capacity()));
                 GroupfitService.Answer answer = service.ask(
-                                group, advertisedCapacity(members), identities, partitions, current, timeout)
+                                group, defaultCapacity, identities, sizes, partitions, current, timeout)
                         .get(timeout.toNanos(), TimeUnit.NANOSECONDS);
                 Api.AssignResponse response = answer.response();
                 target = answer.owner();
@@ -255,11 +262,6 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
                 .sorted(Comparator.comparingInt(Member::generation).thenComparing(Member::identity))
                 .forEach(m -> m.owned().stream().filter(partitions::contains).forEach(tp -> owner.put(tp, m.identity())));
         return owner;
-    }
-
-    /** The service packs one capacity: the smallest a member advertises, else this member's setting. */
-    private Double advertisedCapacity(List<Member> members) {
-        return members.stream().map(Member::capacity).filter(c -> c != null).min(Double::compare).orElse(capacity);
     }
 
     /** Whether this rebalance is the follow-up of a cooperative one whose target is still under way. */
