@@ -65,7 +65,15 @@ class JavaConsumer:
     """A `TestConsumer` JVM: its events (JSON lines on stdout) collected by a thread; "close" on stdin stops it."""
 
     def __init__(
-        self, build: JavaBuild, bootstrap: str, topic: str, group: str, identity: str, mode: str, url: str, capacity=100
+        self,
+        build: JavaBuild,
+        bootstrap: str,
+        topic: str,
+        group: str,
+        identity: str,
+        mode: str,
+        url: str,
+        capacity: float = 100,
     ):
         self.identity = identity
         self.events: list[dict] = []
