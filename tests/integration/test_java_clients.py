@@ -3,7 +3,8 @@ a real Apache Kafka broker with the live service.
 
 - classic groups (GroupfitAssignor, eager and cooperative): three consumers over 12 partitions with skewed
   rates; after a join and a leave the group holds what the service computed (GET /v1/groups/{group}), every
-  record is read exactly once, and no partition is owned by two members at once;
+  record is read exactly once, and no partition is owned by two members at once; the member that joins
+  advertises twice the others' capacity, and the service keeps each member within its own;
 - KIP-848 groups (GroupfitBrokerAssignor on the broker's classpath): the target comes from the service; with
   the service stopped, a member's leave still gets a balanced assignment.
 """
@@ -32,7 +33,7 @@ from tests.conftest import LiveService
 
 pytestmark = pytest.mark.integration
 
-# Skewed: 230 in all, so three members of capacity 100 can hold them and two cannot.
+# Skewed: 230 in all, so two members of capacity 100 cannot hold them, and one of 100 with one of 200 can.
 RATES = [60.0, 40.0, 30.0, 25.0, 20.0, 15.0, 10.0, 10.0, 8.0, 6.0, 4.0, 2.0]
 RECORDS = 10  # per partition and phase
 
@@ -63,13 +64,23 @@ def test_maven_builds_the_jar_and_its_unit_tests_pass(java_build: JavaBuild):
 class JavaConsumer:
     """A `TestConsumer` JVM: its events (JSON lines on stdout) collected by a thread; "close" on stdin stops it."""
 
-    def __init__(self, build: JavaBuild, bootstrap: str, topic: str, group: str, identity: str, mode: str, url: str):
+    def __init__(
+        self,
+        build: JavaBuild,
+        bootstrap: str,
+        topic: str,
+        group: str,
+        identity: str,
+        mode: str,
+        url: str,
+        capacity: float = 100,
+    ):
         self.identity = identity
         self.events: list[dict] = []
         self.lock = threading.Lock()
         self.process = subprocess.Popen(
             [java(), "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", build.classpath]
-            + ["io.groupfit.kafka.it.TestConsumer", bootstrap, topic, group, identity, mode, url],
+            + ["io.groupfit.kafka.it.TestConsumer", bootstrap, topic, group, identity, mode, url, str(capacity)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -213,32 +224,36 @@ def test_classic_group_holds_the_services_assignment_and_reads_every_record_once
     topic, group = make_topic(bootstrap), f"java-{mode}-{uuid.uuid4().hex[:6]}"
     put_rates(url, group, topic)
 
-    def start(identity: str) -> JavaConsumer:
-        consumer = JavaConsumer(java_build, bootstrap, topic, group, identity, mode, url)
+    def start(identity: str, capacity: float = 100) -> JavaConsumer:
+        consumer = JavaConsumer(java_build, bootstrap, topic, group, identity, mode, url, capacity)
         consumers.append(consumer)
         return consumer
 
     def settled(members: list[JavaConsumer], what: str, after_version: int = 0) -> dict:
-        return wait_until(
-            lambda: holds_the_services_assignment(url, group, members, lambda m: m.identity, after_version),
-            90,
-            what,
-            members,
-        )
+        """The stored assignment the members hold, computed for exactly them (not one from before a join, which
+        they may hold for a moment when the newcomer was given nothing yet)."""
+
+        def holds() -> dict | None:
+            state = holds_the_services_assignment(url, group, members, lambda m: m.identity, after_version)
+            return state if state and set(state["assignment"]) == {m.identity for m in members} else None
+
+        return wait_until(holds, 90, what, members)
 
     m1, m2 = start("m1"), start("m2")
     first = settled([m1, m2], "two members did not settle on the service's assignment")
     produce(bootstrap, topic)
-    m3 = start("m3")  # a join: the leader asks the service again
+    m3 = start("m3", 200)  # a join, of a member twice the others' size: the leader asks the service again
     produce(bootstrap, topic)  # while the group rebalances
     joined = settled([m1, m2, m3], "after m3 joined, the group did not hold the service's assignment", first["version"])
-    assert set(joined["assignment"]) == {"m1", "m2", "m3"}
-    loads = [sum(RATES[p["partition"]] for p in held) for held in joined["assignment"].values()]
-    assert max(loads) <= 100, loads  # three members of capacity 100 hold the 230
+    capacity = {"m1": 100, "m2": 100, "m3": 200}
+    load = {m: sum(RATES[p["partition"]] for p in held) for m, held in joined["assignment"].items()}
+    assert all(load[m] <= capacity[m] for m in load), load
     m2.close()  # a leave
     produce(bootstrap, topic)
     left = settled([m1, m3], "after m2 left, the group did not hold the service's assignment", joined["version"])
-    assert set(left["assignment"]) == {"m1", "m3"}
+    # 230 fits m1 and m3 only because m3 was sent with its own 200: it holds at least 130, m1 at most 100.
+    load = {m: sum(RATES[p["partition"]] for p in held) for m, held in left["assignment"].items()}
+    assert load["m1"] <= 100 < 130 <= load["m3"] <= 200, load
 
     everyone = [m1, m2, m3]
     total = 3 * RECORDS * len(RATES)

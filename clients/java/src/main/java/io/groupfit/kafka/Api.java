@@ -19,13 +19,24 @@ public final class Api {
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public record PartitionRate(String topic, int partition, double rate, Double lag) {}
 
-    /** POST /v1/assign. Only what the assignors send; null fields are left out (the service's defaults). */
+    /** A member of its own capacity, in AssignRequest.members; a member sent as a bare id has the request's. */
+    public record SizedMember(String id, double capacity) {}
+
+    /** An item of AssignRequest.members: the bare id of a member without a capacity of its own, else {id, capacity}. */
+    public static Object member(String id, Double capacity) {
+        return capacity == null ? id : new SizedMember(id, capacity);
+    }
+
+    /**
+     * POST /v1/assign. Only what the assignors send; null fields are left out (the service's defaults). Each of
+     * {@code members} is a String or a {@link SizedMember} ({@link #member}), as the contract's anyOf allows.
+     */
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public record AssignRequest(
             String algorithm,
             Double capacity,
             String group,
-            List<String> members,
+            List<Object> members,
             List<PartitionRate> partitions,
             Map<String, List<PartitionRef>> previous,
             Map<String, Object> params) {}

@@ -26,8 +26,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Every member sends its stable identity, its capacity and the partitions it owns as subscription user data
  * ({@link MemberData}). The group's leader sends the group's partitions (from the cluster metadata) with the rates
- * stored in groupfit, the previous owners and the members to POST /v1/assign, and maps the answer, keyed by
- * identity, back to member ids. When groupfit does not answer within {@code groupfit.timeout.ms}, errors, or answers
+ * stored in groupfit, the previous owners and the members (each with the capacity it advertises, if any) to POST
+ * /v1/assign, and maps the answer, keyed by identity, back to member ids. When groupfit does not answer within {@code groupfit.timeout.ms}, errors, or answers
  * something that does not fit the group, the leader assigns locally ({@link Balance#sticky}) and logs why: a
  * rebalance never fails because groupfit is down.
  *
@@ -40,6 +40,7 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
     public static final String TOKEN = "groupfit.token";
     public static final String TIMEOUT_MS = "groupfit.timeout.ms";
     public static final String CAPACITY = "groupfit.capacity";
+    public static final String DEFAULT_CAPACITY = "groupfit.default.capacity";
     public static final String ALGORITHM = "groupfit.algorithm";
     public static final String GROUP = "groupfit.group";
     public static final String IDENTITY = "groupfit.identity";
@@ -60,6 +61,7 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
     private String group;
     private String identity;
     private Double capacity;
+    private Double defaultCapacity;
     private Duration timeout;
     private boolean cooperative;
     // This member's partitions and generation, sent in the next subscription (an EAGER member owns nothing when it
@@ -68,6 +70,7 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
     private volatile int generation = -1;
     // The leader's last target, identity-keyed, kept to complete a cooperative transfer in the follow-up rebalance.
     private Map<TopicPartition, String> lastTarget = Map.of();
+    private List<String> lastMembers = List.of();
     private volatile Report lastReport;
 
     @Override
@@ -87,6 +90,9 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
         group = groupId.toString();
         identity = id.toString();
         capacity = configs.containsKey(CAPACITY) ? positive(CAPACITY, configs.get(CAPACITY)) : null;
+        // A group whose members all set groupfit.capacity needs no default of its own.
+        defaultCapacity = configs.containsKey(DEFAULT_CAPACITY)
+                ? positive(DEFAULT_CAPACITY, configs.get(DEFAULT_CAPACITY)) : capacity;
         timeout = Duration.ofMillis(Long.parseLong(setting(configs, TIMEOUT_MS, "2000")));
         String protocol = setting(configs, REBALANCE_PROTOCOL, "eager").toLowerCase();
         if (!protocol.equals("eager") && !protocol.equals("cooperative")) {
@@ -104,7 +110,7 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
         return value == null ? otherwise : value.toString();
     }
 
-    private static Double positive(String key, Object value) {
+    static Double positive(String key, Object value) {
         try {
             double parsed = Double.parseDouble(value.toString());
             if (parsed > 0 && Double.isFinite(parsed)) {
@@ -175,8 +181,10 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
                 if (!homogeneous) {
                     throw new GroupfitService.UnusableAnswer("members subscribe to different topics");
                 }
+                Map<String, Double> sizes = new HashMap<>();
+                members.stream().filter(m -> m.capacity() != null).forEach(m -> sizes.put(m.identity(), m.capacity()));
                 GroupfitService.Answer answer = service.ask(
-                                group, advertisedCapacity(members), identities, partitions, current, timeout)
+                                group, defaultCapacity, identities, sizes, partitions, current, timeout)
                         .get(timeout.toNanos(), TimeUnit.NANOSECONDS);
                 Api.AssignResponse response = answer.response();
                 target = answer.owner();
@@ -201,6 +209,7 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
             }
         }
         lastTarget = target;
+        lastMembers = identities;
         Map<TopicPartition, String> now = cooperative ? revokeFirst(target, current) : target;
         Map<String, List<TopicPartition>> byIdentity = new HashMap<>();
         now.forEach((tp, member) -> byIdentity.computeIfAbsent(member, m -> new ArrayList<>()).add(tp));
@@ -255,16 +264,11 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
         return owner;
     }
 
-    /** The service packs one capacity: the smallest a member advertises, else this member's setting. */
-    private Double advertisedCapacity(List<Member> members) {
-        return members.stream().map(Member::capacity).filter(c -> c != null).min(Double::compare).orElse(capacity);
-    }
-
     /** Whether this rebalance is the follow-up of a cooperative one whose target is still under way. */
     private boolean completesTransfer(
             List<String> identities, List<TopicPartition> partitions, Map<TopicPartition, String> current) {
         if (lastTarget.size() != partitions.size() || !lastTarget.keySet().containsAll(partitions)
-                || !new TreeSet<>(lastTarget.values()).equals(new TreeSet<>(identities))) {
+                || !lastMembers.equals(identities)) {
             return false;
         }
         boolean pending = false;

@@ -55,13 +55,16 @@ import org.slf4j.LoggerFactory;
  * passes, the assignment is a uniform sticky one ({@link Balance#sticky}) over the newest answer groupfit gave
  * for the group (members that left dropped), else over the current assignment; a late answer is kept for that.
  *
- * <p>Member identities sent to groupfit are the members' group.instance.id, else their member id.
+ * <p>Member identities sent to groupfit are the members' group.instance.id, else their member id. Members send the
+ * coordinator no data of their own, so a member's capacity is what {@code groupfit.member.capacities} says for its
+ * instance id; the others are sent as bare ids, with {@code groupfit.capacity}.
  */
 public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, Configurable, AutoCloseable {
     public static final String URL = "groupfit.url";
     public static final String TOKEN = "groupfit.token";
     public static final String TIMEOUT_MS = "groupfit.assign.timeout.ms";
     public static final String CAPACITY = "groupfit.capacity";
+    public static final String MEMBER_CAPACITIES = "groupfit.member.capacities";
     public static final String ALGORITHM = "groupfit.algorithm";
     public static final String RATES_MAX_AGE_MS = "groupfit.rates.max.age.ms";
     public static final String BOOTSTRAP_SERVERS = "groupfit.bootstrap.servers";
@@ -82,6 +85,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
     private GroupfitService service;
     private Duration timeout;
     private Double capacity;
+    private Map<String, Double> memberCapacities;
     private Properties adminConfig;
     private final Map<String, String> groupOfMember = new ConcurrentHashMap<>();
     private final Map<Uuid, String> topicNames = new ConcurrentHashMap<>();
@@ -114,7 +118,8 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         }
         timeout = Duration.ofMillis(Long.parseLong(GroupfitAssignor.setting(configs, TIMEOUT_MS, "20")));
         String capacitySetting = GroupfitAssignor.setting(configs, CAPACITY, "");
-        capacity = capacitySetting.isBlank() ? null : Double.valueOf(capacitySetting);
+        capacity = capacitySetting.isBlank() ? null : GroupfitAssignor.positive(CAPACITY, capacitySetting);
+        memberCapacities = memberCapacities(GroupfitAssignor.setting(configs, MEMBER_CAPACITIES, ""));
         Duration ratesMaxAge = Duration.ofMillis(Long.parseLong(GroupfitAssignor.setting(configs, RATES_MAX_AGE_MS, "10000")));
         // Connecting is not bounded by the assign timeout: a new connection waits for the next assign().
         GroupfitClient client = new GroupfitClient(url, GroupfitAssignor.setting(configs, TOKEN, ""), Duration.ofSeconds(2));
@@ -154,6 +159,24 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             + "\"rate\":1}],\"delta\":{\"rows\":[],\"columns\":[],\"cells\":[]},\"rscore\":1,\"consumer_count\":1,"
             + "\"lower_bound\":1,\"overloaded_partitions\":[],\"overloaded_members\":[],\"recommended_consumers\":null,"
             + "\"outputs\":{},\"group\":\"g\",\"version\":1}";
+
+    /** groupfit.member.capacities: {@code instance-id:capacity} pairs, comma-separated. */
+    static Map<String, Double> memberCapacities(String setting) {
+        Map<String, Double> capacities = new HashMap<>();
+        for (String pair : setting.split(",")) {
+            if (pair.isBlank()) {
+                continue;
+            }
+            int colon = pair.lastIndexOf(':'); // an instance id may hold a colon; a number does not
+            if (colon <= 0) {
+                throw new ConfigException(MEMBER_CAPACITIES, setting,
+                        "give instance-id:capacity pairs, comma-separated, e.g. orders-0:200,orders-1:100");
+            }
+            capacities.put(pair.substring(0, colon).trim(),
+                    GroupfitAssignor.positive(MEMBER_CAPACITIES, pair.substring(colon + 1).trim()));
+        }
+        return Map.copyOf(capacities);
+    }
 
     /** groupfit.bootstrap.servers, else this broker's own advertised (or plain) client listeners. */
     static String bootstrap(Map<String, ?> configs) {
@@ -247,7 +270,8 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             // request, a new connection); the HTTP timeout is longer, so a late answer still arrives and is kept.
             String askedFor = group;
             CompletableFuture<GroupfitService.Answer> asked = CompletableFuture
-                    .supplyAsync(() -> service.ask(askedFor, capacity, identities, named_, previous, LATE), calls)
+                    .supplyAsync(() -> service.ask(askedFor, capacity, identities, memberCapacities, named_, previous,
+                            LATE), calls)
                     .thenCompose(future -> future);
             asked.thenAccept(answer -> latest.put(askedFor, new Latest(answer.owner(), Set.copyOf(identities))));
             try {

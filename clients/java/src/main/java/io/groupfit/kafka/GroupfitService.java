@@ -81,13 +81,15 @@ public final class GroupfitService {
     }
 
     /**
-     * Ask for `group`'s assignment of `partitions` over `members` (identities), `capacity` per member (null: the
-     * group's stored capacity), starting from `previousOwner`. Both calls share `timeout`.
+     * Ask for `group`'s assignment of `partitions` over `members` (identities), starting from `previousOwner`. A
+     * member in `sizes` is sent with that capacity of its own; the others have `capacity` (null: the group's stored
+     * capacity). Both calls share `timeout`.
      */
     public CompletableFuture<Answer> ask(
             String group,
             Double capacity,
             List<String> members,
+            Map<String, Double> sizes,
             List<TopicPartition> partitions,
             Map<TopicPartition, String> previousOwner,
             Duration timeout) {
@@ -106,8 +108,9 @@ public final class GroupfitService {
             Map<String, List<Api.PartitionRef>> previous = new TreeMap<>();
             previousOwner.forEach((tp, member) -> previous.computeIfAbsent(member, m -> new ArrayList<>())
                     .add(new Api.PartitionRef(tp.topic(), tp.partition())));
+            List<Object> sized = members.stream().map(id -> Api.member(id, sizes.get(id))).toList();
             Api.AssignRequest request =
-                    new Api.AssignRequest(algorithm, capacity, group, members, withRates, previous, null);
+                    new Api.AssignRequest(algorithm, capacity, group, sized, withRates, previous, null);
             long remaining = deadline - System.nanoTime();
             if (remaining <= 0) {
                 throw new UnusableAnswer("the timeout passed while reading the rates");

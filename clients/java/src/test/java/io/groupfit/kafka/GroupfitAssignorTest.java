@@ -70,7 +70,11 @@ class GroupfitAssignorTest {
     }
 
     private static Subscription member(String identity, List<TopicPartition> owned, int generation) {
-        return new Subscription(List.of("t"), new MemberData(identity, null, owned, generation).encode(), owned,
+        return member(identity, null, owned, generation);
+    }
+
+    private static Subscription member(String identity, Double capacity, List<TopicPartition> owned, int generation) {
+        return new Subscription(List.of("t"), new MemberData(identity, capacity, owned, generation).encode(), owned,
                 generation, Optional.empty());
     }
 
@@ -107,6 +111,31 @@ class GroupfitAssignorTest {
         assertEquals(1, report.moves());
         assertEquals(List.of("a"), report.overloadedMembers());
         assertEquals(3, report.recommendedConsumers());
+    }
+
+    @Test
+    void aMemberThatAdvertisesItsCapacityIsSentWithIt() {
+        service.ratesFor("t", 2, 10);
+        service.assign = request -> new FakeService.Reply(200, FakeService.answer(
+                "{\"big\":[{\"topic\":\"t\",\"partition\":0},{\"topic\":\"t\",\"partition\":1}]}"));
+        GroupSubscription group = new GroupSubscription(Map.of("m1", member("small", List.of(), -1),
+                "m2", member("big", 250.0, List.of(), -1), "m3", member("leader", 100.0, List.of(), -1)));
+        GroupfitAssignor assignor = assignor("eager", 2000);
+        assignor.assign(cluster("t", 2), group);
+        assertEquals("service", assignor.lastReport().source());
+        JsonNode sent = service.assignRequests.get(0);
+        // The request's capacity is the leader's: a member that advertises none (small) has it.
+        assertEquals("[{\"id\":\"big\",\"capacity\":250.0},{\"id\":\"leader\",\"capacity\":100.0},\"small\"]",
+                sent.get("members").toString());
+        assertEquals(100.0, sent.get("capacity").asDouble());
+
+        GroupfitAssignor withDefault = new GroupfitAssignor();
+        withDefault.configure(Map.of(GroupfitAssignor.URL, service.url(), "group.id", "g", "client.id", "leader",
+                GroupfitAssignor.CAPACITY, "100", GroupfitAssignor.DEFAULT_CAPACITY, "40",
+                GroupfitAssignor.RATES_MAX_AGE_MS, "0"));
+        withDefault.assign(cluster("t", 2), group);
+        assertEquals(40.0, service.assignRequests.get(1).get("capacity").asDouble());
+        assertEquals(sent.get("members"), service.assignRequests.get(1).get("members"));
     }
 
     @Test

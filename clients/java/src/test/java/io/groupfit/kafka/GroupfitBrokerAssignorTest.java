@@ -1,6 +1,7 @@
 package io.groupfit.kafka;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.HashMap;
@@ -10,6 +11,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.coordinator.group.api.assignor.GroupAssignment;
 import org.apache.kafka.coordinator.group.api.assignor.GroupSpec;
 import org.apache.kafka.coordinator.group.api.assignor.SubscribedTopicDescriber;
@@ -80,6 +82,24 @@ class GroupfitBrokerAssignorTest {
         assertEquals("g1", sent.get("group").asText());
         assertEquals("[\"instance-a\",\"instance-b\"]", sent.get("members").toString());
         assertEquals("orders", sent.get("previous").get("instance-b").get(0).get("topic").asText());
+    }
+
+    @Test
+    void aMemberConfiguredWithItsOwnCapacityIsSentWithIt() throws Exception {
+        assignor.configure(Map.of(GroupfitBrokerAssignor.URL, service.url(), GroupfitBrokerAssignor.CAPACITY, "100",
+                GroupfitBrokerAssignor.MEMBER_CAPACITIES, "instance-b:250, other:7",
+                GroupfitBrokerAssignor.TIMEOUT_MS, "1000", "listeners", "PLAINTEXT://127.0.0.1:1"));
+        assignor.warm.get();
+        assignor.remember(Map.of("a", "g1", "b", "g1"), Map.of(TOPIC, "orders"));
+        assignor.assign(spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4));
+        assertEquals("service", assignor.lastReport().source());
+        var sent = service.assignRequests.get(0);
+        assertEquals("[\"instance-a\",{\"id\":\"instance-b\",\"capacity\":250.0}]", sent.get("members").toString());
+        assertEquals(100.0, sent.get("capacity").asDouble());
+        assertEquals(Map.of("a:b:c", 5.0, "d", 1.5), GroupfitBrokerAssignor.memberCapacities("a:b:c:5,d:1.5,"));
+        for (String wrong : List.of("a", "a:0", "a:x", ":4")) {
+            assertThrows(ConfigException.class, () -> GroupfitBrokerAssignor.memberCapacities(wrong), wrong);
+        }
     }
 
     @Test

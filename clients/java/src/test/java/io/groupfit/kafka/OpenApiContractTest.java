@@ -116,7 +116,8 @@ class OpenApiContractTest {
     void whatTheClientsSendIsWhatTheServiceAccepts() throws Exception {
         JsonNode schema = schemas().path("AssignRequest");
         assertEquals(false, schema.path("additionalProperties").asBoolean(true));
-        Api.AssignRequest request = new Api.AssignRequest("mwf", 100.0, "g", List.of("a"),
+        Api.AssignRequest request = new Api.AssignRequest("mwf", 100.0, "g",
+                List.of(Api.member("a", null), Api.member("b", 250.0)),
                 List.of(new Api.PartitionRate("t", 0, 1.5, null)), Map.of("a", List.of(new Api.PartitionRef("t", 0))),
                 null);
         JsonNode sent = GroupfitClient.JSON.valueToTree(request);
@@ -124,5 +125,13 @@ class OpenApiContractTest {
                 assertTrue(schema.path("properties").has(name), name + " is not in AssignRequest"));
         assertTrue(!sent.has("params"), "null fields are left out: " + sent);
         assertEquals("{\"topic\":\"t\",\"partition\":0,\"rate\":1.5}", sent.get("partitions").get(0).toString());
+        // A member is a bare id or a SizedMember (whose fields everyRecordMatchesItsSchema checks), as the items allow.
+        assertEquals("[\"a\",{\"id\":\"b\",\"capacity\":250.0}]", sent.get("members").toString());
+        Set<String> items = new HashSet<>();
+        for (JsonNode members : schema.path("properties").path("members").path("anyOf")) {
+            members.path("items").path("anyOf").forEach(item ->
+                    items.add(item.has("$ref") ? item.get("$ref").asText() : item.path("type").asText()));
+        }
+        assertEquals(Set.of("string", "#/components/schemas/SizedMember"), items);
     }
 }

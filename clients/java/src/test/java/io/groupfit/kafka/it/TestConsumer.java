@@ -25,7 +25,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * processes; records read; its member id) and closes when stdin says "close". It commits after every batch and
  * on revocation, so a partition's next owner starts where it stopped.
  *
- * <p>args: bootstrap topic group identity mode(eager|cooperative|consumer) serviceUrl
+ * <p>args: bootstrap topic group identity mode(eager|cooperative|consumer) serviceUrl [capacity (classic; 100)]
  */
 public final class TestConsumer {
     private static final Object OUT = new Object();
@@ -61,7 +61,7 @@ public final class TestConsumer {
             config.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "6000");
             config.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "500");
             config.put(GroupfitAssignor.URL, args[5]);
-            config.put(GroupfitAssignor.CAPACITY, "100");
+            config.put(GroupfitAssignor.CAPACITY, args.length > 6 ? args[6] : "100");
             config.put(GroupfitAssignor.TIMEOUT_MS, "3000");
             config.put(GroupfitAssignor.REBALANCE_PROTOCOL, mode);
         }
