@@ -130,16 +130,16 @@ def answer_of(outcome: Outcome, dense: bool = False) -> AssignResponse:
     labels every row and column and adds `matrix`."""
     problem = outcome.problem
     keys, rates, capacity = problem.keys, problem.rates, problem.capacity
-    refs = [partition_ref(key) for key in keys]
-    consumers = sorted_consumers(outcome.assignment)
     d = outcome.delta(full=dense)
-    previous_owner, owner, loads = problem.previous_owner, outcome.owner, outcome.loads
+    owner, loads, assignment = outcome.owner, outcome.loads, outcome.assignment
     return AssignResponse(
         algorithm=outcome.algorithm,
         capacity=capacity,
-        assignment={c: [refs[j] for j in outcome.assignment[c]] for c in consumers},
-        consumers=[ConsumerLoad(c, loads[c], loads[c] / capacity, len(outcome.assignment[c])) for c in consumers],
-        moves=[Move(keys[j][0], keys[j][1], previous_owner[j] or "", owner[j], rates[j]) for j in outcome.moved],
+        assignment=assignment_of(keys, assignment, outcome.consumers),
+        consumers=[ConsumerLoad(c, loads[c], loads[c] / capacity, len(assignment[c])) for c in outcome.consumers],
+        moves=[
+            Move(keys[j][0], keys[j][1], was, owner[j], rates[j]) for j, was in zip(outcome.moved, outcome.moved_from)
+        ],
         delta=Delta(
             rows=d.rows,
             columns=[partition_ref(key) for key in d.columns],
@@ -150,12 +150,20 @@ def answer_of(outcome: Outcome, dense: bool = False) -> AssignResponse:
         consumer_count=outcome.consumer_count,
         lower_bound=problem.lower_bound,
         overloaded_partitions=[
-            OverloadedPartition(keys[j][0], keys[j][1], rates[j], owner[j]) for j in outcome.overloaded_partitions()
+            OverloadedPartition(keys[j][0], keys[j][1], rates[j], owner[j]) for j in outcome.overloaded
         ],
         overloaded_members=outcome.overloaded_members(),
         recommended_consumers=outcome.recommended_consumers,
         outputs=wired(outcome.outputs),
     )
+
+
+def assignment_of(
+    keys: Sequence[PartitionKey], assignment: Mapping[str, Sequence[int]], consumers: Sequence[str]
+) -> dict[str, list[PartitionRef]]:
+    """consumer → its partitions in the wire form, consumers in the order given; each partition's wire form is
+    built once, and only for partitions that are placed."""
+    return {c: [partition_ref(keys[j]) for j in assignment[c]] for c in consumers}
 
 
 def assignment_refs(assignment: Mapping[str, Sequence[PartitionKey]]) -> dict[str, list[PartitionRef]]:

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property
 from typing import Any
 
 from app.core.errors import AssignmentError
@@ -28,9 +28,10 @@ def within(load: float, capacity: float) -> bool:
     return load <= capacity * ROUNDING
 
 
-@lru_cache(maxsize=1 << 18)
 def consumer_sort_key(consumer: str) -> tuple:
-    """Natural order of consumer ids ("c2" before "c10"): the order bins are scanned and ties broken in."""
+    """Natural order of consumer ids ("c2" before "c10"): the order bins are scanned and ties broken in.
+    No cache: callers compute it once per id and request (a bin keeps its key), so nothing grows with the
+    ids a service has seen, and nothing stops working past a cache's size."""
     return tuple(int(chunk) if i % 2 else chunk for i, chunk in enumerate(re.split(r"(\d+)", consumer)))
 
 
@@ -226,4 +227,3 @@ def _member_capacities(given: Mapping[str, float], members: list[str] | None, ca
             {"consumers": sorted_consumers(bad)[:20]},
         )
     return {m: float(value) for m, value in given.items() if float(value) != capacity}
-
