@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -38,6 +39,11 @@ class Settings(BaseSettings):
     max_dense_cells: int = Field(1_000_000, ge=1, description="largest dense delta matrix (rows × columns)")
     max_evaluate_cells: int = Field(2_000_000, ge=1, description="most partition-measurements in POST /v1/evaluate")
     log_level: str = Field("INFO", description="log level of the JSON logs")
+    core: Literal["auto", "native", "python"] = Field(
+        "auto",
+        description="which core computes: the compiled one (groupfit_native) when installed, always, or pure Python",
+    )
+    workers: int = Field(2, ge=1, le=64, description="uvicorn worker processes of `groupfit serve`")
     auth_tokens: list[TokenGrant] = Field(
         default_factory=list,
         description='bearer tokens, JSON: [{"token": "…", "write": true, "groups": ["orders"]}]; empty: no authentication',

@@ -14,6 +14,7 @@ import msgspec
 
 from app.codec.assign import AssignRequest, AssignResponse, answer_of, capacity_of, previous_of, problem_of
 from app.codec.wire import PartitionRate, convert, encode
+from app.core import native
 from app.core.algorithm import get_algorithm
 from app.core.assign import Outcome, solve
 from app.core.errors import AssignmentError, ErrorCode
@@ -38,10 +39,12 @@ class Observer(Protocol):
 class Limits:
     max_partitions: int
     max_dense_cells: int
+    native: bool = False
+    """Whether the compiled core computes (GROUPFIT_CORE)."""
 
     @classmethod
     def of(cls, settings: Settings) -> Limits:
-        return cls(settings.max_partitions, settings.max_dense_cells)
+        return cls(settings.max_partitions, settings.max_dense_cells, native.choose(settings.core))
 
 
 def compute(
@@ -63,7 +66,7 @@ def compute(
     params = algorithm.parse_params(request.params)
     problem = problem_of(request, partitions, previous, capacity)
     started = time.perf_counter()
-    outcome = solve(problem, algorithm, params)
+    outcome = solve(problem, algorithm, params, limits.native)
     if observer is not None:
         observer.computed(algorithm.name, time.perf_counter() - started)
     if dense and outcome.dense_delta_size() > limits.max_dense_cells:
