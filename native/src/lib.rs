@@ -44,9 +44,20 @@ impl Hasher for Fx {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            self.write_u64(u64::from_le_bytes(chunk.try_into().unwrap()));
         }
+        let mut last = [0u8; 8];
+        let rest = chunks.remainder();
+        last[..rest.len()].copy_from_slice(rest);
+        self.write_u64(u64::from_le_bytes(last) ^ (rest.len() as u64) << 56);
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.write_u64(i as u64);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64);
     }
     fn write_u32(&mut self, i: u32) {
         self.write_u64(i as u64);
@@ -63,7 +74,7 @@ type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
 /// Topics as small integers, remembering the last topic object (keys come grouped by topic).
 /// (Every key object stays alive for the whole call, so an object's address names it.)
 struct Topics {
-    ids: HashMap<String, u32>,
+    ids: FxMap<String, u32>,
     names: Vec<String>,
     last: (*mut pyo3::ffi::PyObject, u32),
 }
@@ -112,6 +123,56 @@ fn get<'py, T: FromPyObject<'py>>(params: &Bound<'py, PyDict>, name: &str) -> Py
     match params.get_item(name)? {
         Some(value) if !value.is_none() => Ok(Some(value.extract()?)),
         _ => Ok(None),
+    }
+}
+
+/// (topic, partition) → partition index: a table per topic whose partition numbers are dense (Kafka numbers
+/// them 0..n-1), a hash map for the others.
+struct Index {
+    dense: Vec<Vec<u32>>,
+    sparse: FxMap<(u32, i64), u32>,
+}
+
+impl Index {
+    fn new(parsed: &[(u32, i64)], topics: usize) -> Self {
+        let mut count = vec![0usize; topics];
+        let mut low = vec![i64::MAX; topics];
+        let mut high = vec![-1i64; topics];
+        for &(t, p) in parsed {
+            let t = t as usize;
+            count[t] += 1;
+            low[t] = low[t].min(p);
+            high[t] = high[t].max(p);
+        }
+        let mut dense: Vec<Vec<u32>> = (0..topics)
+            .map(|t| {
+                let fits = low[t] >= 0 && (high[t] as usize) < 2 * count[t] + 16;
+                if fits {
+                    vec![NONE; high[t] as usize + 1]
+                } else {
+                    vec![]
+                }
+            })
+            .collect();
+        let mut sparse = FxMap::default();
+        for (j, &(t, p)) in parsed.iter().enumerate() {
+            let table = &mut dense[t as usize];
+            if table.is_empty() {
+                sparse.insert((t, p), j as u32);
+            } else {
+                table[p as usize] = j as u32;
+            }
+        }
+        Index { dense, sparse }
+    }
+
+    fn get(&self, (t, p): (u32, i64)) -> Option<u32> {
+        let table = &self.dense[t as usize];
+        if table.is_empty() {
+            return self.sparse.get(&(t, p)).copied();
+        }
+        let j = *table.get(usize::try_from(p).ok()?)?;
+        (j != NONE).then_some(j)
     }
 }
 
@@ -184,31 +245,38 @@ fn solve<'py>(
     // partitions: (topic, partition) → index, and the (topic, partition) order
     let key_items: Vec<Bound<'py, PyAny>> = keys.iter().collect();
     let mut topics = Topics {
-        ids: HashMap::new(),
+        ids: FxMap::default(),
         names: vec![],
         last: (std::ptr::null_mut(), 0),
     };
-    let mut index: FxMap<(u32, i64), u32> = FxMap::with_capacity_and_hasher(n, Default::default());
     let mut parsed = Vec::with_capacity(n);
-    for (j, key) in key_items.iter().enumerate() {
-        let k = topics.key(key, true)?.unwrap();
-        index.insert(k, j as u32);
-        parsed.push(k);
+    for key in &key_items {
+        parsed.push(topics.key(key, true)?.unwrap());
     }
-    let mut topic_rank: Vec<u32> = (0..topics.names.len() as u32).collect();
-    topic_rank.sort_by(|&a, &b| topics.names[a as usize].cmp(&topics.names[b as usize]));
-    let mut rank_of_topic = vec![0u32; topic_rank.len()];
-    for (r, &t) in topic_rank.iter().enumerate() {
-        rank_of_topic[t as usize] = r as u32;
-    }
-    let mut by_key: Vec<u32> = (0..n as u32).collect();
-    by_key.sort_unstable_by_key(|&j| {
-        let (t, p) = parsed[j as usize];
-        (rank_of_topic[t as usize], p)
-    });
+    let index = Index::new(&parsed, topics.names.len());
+    let mut topic_order: Vec<u32> = (0..topics.names.len() as u32).collect();
+    topic_order.sort_by(|&a, &b| topics.names[a as usize].cmp(&topics.names[b as usize]));
     let mut key_rank = vec![0u32; n];
-    for (r, &j) in by_key.iter().enumerate() {
-        key_rank[j as usize] = r as u32;
+    let mut rank = 0u32;
+    let mut sparse: Vec<Vec<(i64, u32)>> = vec![vec![]; topics.names.len()];
+    for (&(t, p), &j) in &index.sparse {
+        sparse[t as usize].push((p, j));
+    }
+    for &t in &topic_order {
+        let table = &index.dense[t as usize];
+        if table.is_empty() {
+            let run = &mut sparse[t as usize];
+            run.sort_unstable();
+            for &(_, j) in run.iter() {
+                key_rank[j as usize] = rank;
+                rank += 1;
+            }
+        } else {
+            for &j in table.iter().filter(|&&j| j != NONE) {
+                key_rank[j as usize] = rank;
+                rank += 1;
+            }
+        }
     }
     // the previous assignment
     let mut previous_owner = vec![NONE; n];
@@ -218,10 +286,9 @@ fn solve<'py>(
     for (i, held) in previous.values().iter().enumerate() {
         let c = previous_ids[i];
         let held = held.downcast_into::<PyList>()?;
-        let items: Vec<Bound<'py, PyAny>> = held.iter().collect();
-        let mut kept = Vec::with_capacity(items.len());
-        for key in &items {
-            let j = topics.key(key, false)?.and_then(|k| index.get(&k).copied());
+        let mut kept = Vec::with_capacity(held.len());
+        for key in held.iter() {
+            let j = topics.key(&key, false)?.and_then(|k| index.get(k));
             match j {
                 Some(j) => {
                     previous_owner[j as usize] = c;
