@@ -8,7 +8,16 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from app.codec.wire import ConsumerId, GroupName, PartitionRate, PartitionRef, keys_of, partition_ref, wired
+from app.codec.wire import (
+    ConsumerId,
+    GroupName,
+    PartitionRate,
+    PartitionRef,
+    keys_of,
+    partition_ref,
+    partition_refs,
+    wired,
+)
 from app.core.assign import Outcome
 from app.core.errors import AssignmentError, ErrorCode
 from app.core.model import PartitionKey, Problem, build_problem, capacity_from_throughput, sorted_consumers
@@ -135,14 +144,14 @@ def answer_of(outcome: Outcome, dense: bool = False) -> AssignResponse:
     return AssignResponse(
         algorithm=outcome.algorithm,
         capacity=capacity,
-        assignment=assignment_of(keys, assignment, outcome.consumers),
+        assignment=assignment_of(partition_refs(keys), assignment, outcome.consumers),
         consumers=[ConsumerLoad(c, loads[c], loads[c] / capacity, len(assignment[c])) for c in outcome.consumers],
         moves=[
             Move(keys[j][0], keys[j][1], was, owner[j], rates[j]) for j, was in zip(outcome.moved, outcome.moved_from)
         ],
         delta=Delta(
             rows=d.rows,
-            columns=[partition_ref(key) for key in d.columns],
+            columns=partition_refs(d.columns),
             cells=d.cells,  # type: ignore[arg-type]  # (row, column, ±1) tuples encode as arrays
             matrix=d.dense() if dense else UNSET,
         ),
@@ -159,11 +168,10 @@ def answer_of(outcome: Outcome, dense: bool = False) -> AssignResponse:
 
 
 def assignment_of(
-    keys: Sequence[PartitionKey], assignment: Mapping[str, Sequence[int]], consumers: Sequence[str]
+    refs: list[PartitionRef], assignment: Mapping[str, Sequence[int]], consumers: Sequence[str]
 ) -> dict[str, list[PartitionRef]]:
-    """consumer → its partitions in the wire form, consumers in the order given; each partition's wire form is
-    built once, and only for partitions that are placed."""
-    return {c: [partition_ref(keys[j]) for j in assignment[c]] for c in consumers}
+    """consumer → its partitions in the wire form (`refs[j]`: partition j's), consumers in the order given."""
+    return {c: list(map(refs.__getitem__, assignment[c])) for c in consumers}
 
 
 def assignment_refs(assignment: Mapping[str, Sequence[PartitionKey]]) -> dict[str, list[PartitionRef]]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from app.core import native
 from app.core.errors import AssignmentError
 
 PartitionKey = tuple[str, int]
@@ -177,12 +178,16 @@ def build_problem(
     if not _positive(capacity):
         raise AssignmentError("invalid_capacity", f"capacity must be a finite number above 0, got {capacity!r}.")
     keys = list(keys)
-    rates = [float(rate) for rate in rates]
+    rates = list(rates)
     lags = [None] * len(keys) if lags is None else list(lags)
+    previous = dict(previous or {})
+    if native.valid(keys, rates, lags, previous):  # the compiled check found nothing wrong: skip the slow one
+        return Problem(keys, rates, lags, float(capacity), previous, *_members(members, member_capacities, capacity))
+    rates = [float(rate) for rate in rates]
     validate_partitions(keys, rates, lags)
     previous_doc: dict[str, list[PartitionKey]] = {}
     owner_of: dict[PartitionKey, str] = {}
-    for consumer, held in (previous or {}).items():
+    for consumer, held in previous.items():
         if not consumer:
             raise AssignmentError("invalid_previous", "consumer ids in the previous assignment must not be empty.")
         held = list(held)
@@ -196,6 +201,12 @@ def build_problem(
                 )
             owner_of[key] = consumer
         previous_doc[consumer] = held
+    return Problem(keys, rates, lags, float(capacity), previous_doc, *_members(members, member_capacities, capacity))
+
+
+def _members(
+    members: Sequence[str] | None, member_capacities: Mapping[str, float] | None, capacity: float
+) -> tuple[list[str] | None, dict[str, float]]:
     member_list: list[str] | None = None
     if members is not None:
         member_list = list(members)
@@ -205,8 +216,7 @@ def build_problem(
             )
         if any(not isinstance(m, str) or not m for m in member_list) or len(set(member_list)) != len(member_list):
             raise AssignmentError("invalid_members", "members must be distinct, non-empty consumer ids.")
-    own = _member_capacities(member_capacities or {}, member_list, float(capacity))
-    return Problem(keys, rates, lags, float(capacity), previous_doc, member_list, own)
+    return member_list, _member_capacities(member_capacities or {}, member_list, float(capacity))
 
 
 def _member_capacities(given: Mapping[str, float], members: list[str] | None, capacity: float) -> dict[str, float]:

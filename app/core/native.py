@@ -10,11 +10,12 @@ require the same outcome from both.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from app.core.model import Problem
+if TYPE_CHECKING:
+    from app.core.model import PartitionKey, Problem
 
 try:
     import groupfit_native as _extension
@@ -44,6 +45,13 @@ def describe(native: bool, setting: str) -> str:
         return f"core: compiled (groupfit_native, Rust) for {', '.join(sorted(ALGORITHMS))}; GROUPFIT_CORE={setting}"
     why = "not installed" if not AVAILABLE else "not chosen"
     return f"core: pure Python (the compiled core is {why}); GROUPFIT_CORE={setting}"
+
+
+def valid(keys: list[PartitionKey], rates: list[Any], lags: list[Any], previous: dict[str, list[PartitionKey]]) -> bool:
+    """True when the compiled core finds the partitions and previous assignment certainly valid (rates and lags
+    finite floats ≥ 0, keys distinct, previous consumers non-empty and holding distinct partitions in lists);
+    False means only that the reference check (app.core.model) must run, and it says what is wrong."""
+    return _extension is not None and _extension.valid(keys, rates, lags, previous)
 
 
 def solve(problem: Problem, name: str, params: BaseModel | None) -> tuple[Any, ...] | None:

@@ -14,7 +14,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyFloat, PyList, PyString, PyTuple};
 
 use consumers::{Consumers, NONE};
 use problem::{Outputs, Problem};
@@ -459,9 +459,71 @@ fn solve<'py>(
     Ok(Some(result))
 }
 
+/// Whether a problem's partitions and previous assignment are certainly valid: rates floats, finite and at
+/// least 0; lags None or such floats; each (topic, partition) once; previous consumers non-empty strings,
+/// each holding a list, no partition held twice. False says only "let the reference check find what is wrong".
+#[pyfunction]
+fn valid(
+    keys: &Bound<'_, PyList>,
+    rates: &Bound<'_, PyList>,
+    lags: &Bound<'_, PyList>,
+    previous: &Bound<'_, PyDict>,
+) -> bool {
+    let number = |value: &Bound<'_, PyAny>| match value.downcast_exact::<PyFloat>() {
+        Ok(f) => {
+            let v = f.value();
+            v.is_finite() && v >= 0.0
+        }
+        Err(_) => false,
+    };
+    if rates.len() != keys.len() || lags.len() != keys.len() {
+        return false;
+    }
+    if !rates.iter().all(|r| number(&r)) || !lags.iter().all(|l| l.is_none() || number(&l)) {
+        return false;
+    }
+    let mut topics = Topics {
+        ids: FxMap::default(),
+        names: vec![],
+        last: (std::ptr::null_mut(), 0),
+    };
+    let mut seen: FxMap<(u32, i64), ()> =
+        FxMap::with_capacity_and_hasher(keys.len(), Default::default());
+    let mut unique = |key: &Bound<'_, PyAny>, topics: &mut Topics| -> bool {
+        key.downcast_exact::<PyTuple>().is_ok_and(|t| t.len() == 2)
+            && matches!(topics.key(key, true), Ok(Some(k)) if seen.insert(k, ()).is_none())
+    };
+    if !keys.iter().all(|key| unique(&key, &mut topics)) {
+        return false;
+    }
+    let mut held_before: FxMap<(u32, i64), ()> = FxMap::default();
+    for (consumer, held) in previous.iter() {
+        let (Ok(consumer), Ok(held)) = (
+            consumer.downcast_exact::<PyString>(),
+            held.downcast_exact::<PyList>(),
+        ) else {
+            return false;
+        };
+        if consumer.to_str().map_or(true, str::is_empty) {
+            return false;
+        }
+        for key in held.iter() {
+            if !key.downcast_exact::<PyTuple>().is_ok_and(|t| t.len() == 2) {
+                return false;
+            }
+            match topics.key(&key, true) {
+                Ok(Some(k)) if held_before.insert(k, ()).is_none() => {}
+                _ => return false,
+            }
+        }
+    }
+    true
+}
+
 #[pymodule]
 fn groupfit_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(solve, m)?)?;
+    m.add_function(wrap_pyfunction!(valid, m)?)?;
     m.add("ALGORITHMS", ALGORITHMS.to_vec())?;
     Ok(())
 }

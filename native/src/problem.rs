@@ -83,12 +83,18 @@ impl Problem {
         members: Option<Vec<u32>>,
         key_rank: Vec<u32>, // each partition's place in (topic, partition) order
     ) -> Self {
-        let mut decreasing: Vec<u32> = (0..rates.len() as u32).collect();
-        decreasing.sort_unstable_by(|&a, &b| {
-            F(rates[b as usize])
-                .cmp(&F(rates[a as usize]))
-                .then(key_rank[a as usize].cmp(&key_rank[b as usize]))
-        });
+        // Rates are at least 0, where a float's bits grow with its value: sort (!bits, key rank) as one integer.
+        let mut by_rate: Vec<u128> = rates
+            .iter()
+            .zip(&key_rank)
+            .enumerate()
+            .map(|(j, (&r, &rank))| {
+                let bits = if r == 0.0 { 0 } else { r.to_bits() };
+                ((!bits as u128) << 64) | ((rank as u128) << 32) | j as u128
+            })
+            .collect();
+        by_rate.sort_unstable();
+        let decreasing: Vec<u32> = by_rate.into_iter().map(|key| key as u32).collect();
         let mut decreasing_rank = vec![0u32; rates.len()];
         for (position, &j) in decreasing.iter().enumerate() {
             decreasing_rank[j as usize] = position as u32;
