@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 from app.core import native
 from app.core.errors import AssignmentError
@@ -181,8 +181,9 @@ def build_problem(
     rates = list(rates)
     lags = [None] * len(keys) if lags is None else list(lags)
     previous = dict(previous or {})
-    if native.valid(keys, rates, lags, previous):  # the compiled check found nothing wrong: skip the slow one
-        return Problem(keys, rates, lags, float(capacity), previous, *_members(members, member_capacities, capacity))
+    if native.valid(keys, rates, lags, previous):  # the compiled check found nothing wrong (lists of keys among it)
+        checked = cast(dict[str, list[PartitionKey]], previous)
+        return Problem(keys, rates, lags, float(capacity), checked, *_members(members, member_capacities, capacity))
     rates = [float(rate) for rate in rates]
     validate_partitions(keys, rates, lags)
     previous_doc: dict[str, list[PartitionKey]] = {}

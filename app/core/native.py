@@ -10,6 +10,7 @@ require the same outcome from both.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -47,7 +48,7 @@ def describe(native: bool, setting: str) -> str:
     return f"core: pure Python (the compiled core is {why}); GROUPFIT_CORE={setting}"
 
 
-def valid(keys: list[PartitionKey], rates: list[Any], lags: list[Any], previous: dict[str, list[PartitionKey]]) -> bool:
+def valid(keys: list[PartitionKey], rates: list[Any], lags: list[Any], previous: Mapping[str, Any]) -> bool:
     """True when the compiled core finds the partitions and previous assignment certainly valid (rates and lags
     finite floats ≥ 0, keys distinct, previous consumers non-empty and holding distinct partitions in lists);
     False means only that the reference check (app.core.model) must run, and it says what is wrong."""

@@ -116,3 +116,33 @@ def test_choice_of_core() -> None:
     with pytest.raises(ValueError, match="GROUPFIT_CORE"):
         native.choose("fast")
     assert "compiled" in native.describe(True, "auto") and "pure Python" in native.describe(False, "python")
+
+
+def test_the_service_answers_the_same_with_either_core() -> None:
+    """The whole answer (assignment, consumers, moves, delta, outputs), as the service and the CLI encode it."""
+    import msgspec
+
+    from app.codec.assign import AssignRequest
+    from app.codec.wire import encode
+    from app.service.assign import Limits, answer_request
+    from app.settings import Settings
+
+    rnd = random.Random(5)
+    partitions = [{"topic": f"t{j % 3}", "partition": j, "rate": rnd.choice([10, 30, 45, 120])} for j in range(60)]
+    previous = {f"c{i}": [{"topic": f"t{j % 3}", "partition": j} for j in range(i, 70, 7)] for i in range(7)}
+    compiled, python = Limits.of(Settings(core="native")), Limits.of(Settings(core="python"))
+    assert compiled.native and not python.native
+    for body in (
+        {"algorithm": "mwf", "capacity": 100, "partitions": partitions, "previous": previous},
+        {"algorithm": "bfd", "capacity": 100, "partitions": partitions, "previous": previous, "members": ["c1", "c3"]},
+        {
+            "algorithm": "mbfp",
+            "capacity": 100,
+            "partitions": partitions,
+            "previous": previous,
+            "params": {"max_moves": 3},
+        },
+    ):
+        request = msgspec.convert(body, AssignRequest)
+        for dense in (False, True):
+            assert encode(answer_request(request, dense, compiled)) == encode(answer_request(request, dense, python))
