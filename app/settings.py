@@ -43,7 +43,9 @@ class Settings(BaseSettings):
         "auto",
         description="which core computes: the compiled one (groupfit_native) when installed, always, or pure Python",
     )
-    workers: int = Field(1, ge=1, le=64, description="uvicorn worker processes of `groupfit serve` (bench/service_http.py)")
+    workers: int = Field(
+        1, ge=1, le=64, description="uvicorn worker processes of `groupfit serve` (bench/service_http.py)"
+    )
     auth_tokens: list[TokenGrant] = Field(
         default_factory=list,
         description='bearer tokens, JSON: [{"token": "…", "write": true, "groups": ["orders"]}]; empty: no authentication',

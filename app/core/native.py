@@ -61,14 +61,17 @@ def solve(problem: Problem, name: str, params: BaseModel | None) -> tuple[Any, .
     written with leading zeros); the reference then runs."""
     if _extension is None or name not in ALGORITHMS:
         return None
-    return _extension.solve(
-        name,
-        problem.keys,
-        problem.rates,
-        problem.lags,
-        problem.capacity,
-        problem.previous,
-        problem.members,
-        problem.member_capacities,
-        params.model_dump() if params is not None else {},
-    )
+    try:
+        return _extension.solve(
+            name,
+            problem.keys,
+            problem.rates,
+            problem.lags,
+            problem.capacity,
+            problem.previous,
+            problem.members,
+            problem.member_capacities,
+            params.model_dump() if params is not None else {},
+        )
+    except (TypeError, OverflowError):  # values the arrays cannot hold (a partition number beyond 64 bits, …)
+        return None

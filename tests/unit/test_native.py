@@ -146,3 +146,9 @@ def test_the_service_answers_the_same_with_either_core() -> None:
         request = msgspec.convert(body, AssignRequest)
         for dense in (False, True):
             assert encode(answer_request(request, dense, compiled)) == encode(answer_request(request, dense, python))
+
+
+def test_values_the_arrays_cannot_hold_go_to_the_reference() -> None:
+    problem = build_problem([("t", 2**70), ("t", 1)], [60.0, 60.0], None, 100.0, {"a": [("t", 2**70)]})
+    assert native.solve(problem, "bfd", None) is None
+    assert solve(problem, get_algorithm("bfd"), None, native=True).assignment == {"a": [0], "c0": [1]}
