@@ -14,7 +14,7 @@ from typing import Any
 from app.core import native as compiled
 from app.core.algorithm import Algorithm
 from app.core.delta import Delta, delta, dense_size, migrated, rscore
-from app.core.model import Problem, sorted_consumers, within
+from app.core.model import Problem, consumer_sort_key, sorted_consumers, within
 
 
 @dataclass
@@ -109,8 +109,10 @@ def _fold_into_members(problem: Problem, assignment: dict[str, list[int]]) -> di
     surplus = [j for c, held in assignment.items() if c not in result for j in held]
     if surplus:
         rates = problem.rates
-        # (load − capacity): the smallest has the most room left; ties by id (members are in id order).
-        heap = [(sum(map(rates.__getitem__, result[m])) - problem.capacity_of(m), i, m) for i, m in enumerate(members)]
+        # (load − capacity): the smallest has the most room left; ties by id.
+        heap = [
+            (sum(map(rates.__getitem__, result[m])) - problem.capacity_of(m), consumer_sort_key(m), m) for m in members
+        ]
         heapq.heapify(heap)
         for j in problem.decreasing(surplus):
             excess, key, member = heapq.heappop(heap)
