@@ -11,11 +11,20 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) --upgrade pip
 
-$(VENV)/.runtime: pyproject.toml | $(BIN)/python
+# The compiled core (native/, Rust via maturin; release build, cargo from ~/.cargo/bin); its build
+# directory is kept, so a change rebuilds only what changed.
+NATIVE := native/Cargo.toml native/Cargo.lock native/pyproject.toml $(wildcard native/src/*.rs)
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+
+$(VENV)/.native: $(NATIVE) | $(BIN)/python
+	CARGO_TARGET_DIR=$(CURDIR)/native/target $(PIP) ./native
+	touch $@
+
+$(VENV)/.runtime: pyproject.toml $(VENV)/.native | $(BIN)/python
 	$(PIP) -e '.[local]'
 	touch $@
 
-$(VENV)/.all: pyproject.toml clients/python/pyproject.toml | $(BIN)/python
+$(VENV)/.all: pyproject.toml clients/python/pyproject.toml $(VENV)/.native | $(BIN)/python
 	$(PIP) -e '.[test]' -e 'clients/python[kafka,controller]'
 	touch $@ $(VENV)/.runtime
 

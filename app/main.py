@@ -7,6 +7,7 @@ is loaded only when a command or a caller actually needs the app.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from typing import Any
@@ -54,6 +55,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"groupfit serve: invalid settings (GROUPFIT_* environment variables):\n{exc}", file=sys.stderr)
         return 2
     configure_logging(settings.log_level)
+    from app.core import native
+
+    try:
+        log.info(native.describe(native.choose(settings.core), settings.core))
+    except ValueError as exc:
+        print(f"groupfit serve: {exc}", file=sys.stderr)
+        return 2
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
     embedded = None
     if settings.redis_url is None:
@@ -71,22 +79,22 @@ def run(args: argparse.Namespace) -> int:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         embedded = EmbeddedRedis(data_dir=settings.data_dir / "redis").start()
         overrides["redis_url"] = embedded.url
+        os.environ["REDIS_URL"] = embedded.url  # worker processes read their settings from the environment
         log.warning("REDIS_URL is not set: started an embedded Redis at %s", embedded.url)
     settings = settings.model_copy(update=overrides)
     # uvicorn shuts down gracefully on SIGTERM, then re-raises it to the handler found at start: make that
     # handler an exit, so the embedded server below is stopped too.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    config = uvicorn.Config(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        loop="uvloop",
-        http="httptools",
-        log_level="warning",
-        access_log=False,
+    # One process serves one request at a time on one core: GROUPFIT_WORKERS processes share the port
+    # (bench/service_http.py measures the choice). Workers build their app from the environment.
+    options: dict[str, Any] = dict(
+        host=settings.host, port=settings.port, loop="uvloop", http="httptools", log_level="warning", access_log=False
     )
     try:
-        _announcing_server()(config).run()
+        if settings.workers > 1:
+            uvicorn.run("app.main:create_app", factory=True, workers=settings.workers, **options)
+        else:
+            _announcing_server()(uvicorn.Config(create_app(settings), **options)).run()
     finally:
         if embedded is not None:
             embedded.stop()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, BaseModel, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -63,6 +64,13 @@ class Settings(BaseSettings):
     )
     metrics_max_groups: int = Field(1000, ge=0, description="groups with their own Prometheus series; oldest dropped")
     log_level: str = Field("INFO", description="log level of the JSON logs")
+    core: Literal["auto", "native", "python"] = Field(
+        "auto",
+        description="which core computes: the compiled one (groupfit_native) when installed, always, or pure Python",
+    )
+    workers: int = Field(
+        1, ge=1, le=64, description="uvicorn worker processes of `groupfit serve` (bench/service_http.py)"
+    )
     auth_tokens: list[TokenGrant] = Field(
         default_factory=list,
         description='bearer tokens, JSON: [{"token": "…", "write": true, "groups": ["orders"]}]; empty: no authentication',

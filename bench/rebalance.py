@@ -3,7 +3,7 @@
 service or given by a callable), and the local fallback's time when the service is down (connection
 refused) or hung (accepts, never answers: the deadline).
 
-    .venv/bin/python bench/rebalance.py [--url http://127.0.0.1:8000]
+    .venv/bin/python bench/rebalance.py [--url http://127.0.0.1:8000] [--core native|python]
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ def main() -> None:
     parser.add_argument("--url")
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--hung-runs", type=int, default=3, help="rebalances against a service that never answers")
+    parser.add_argument("--core", default="", help="GROUPFIT_CORE of the started service")
     args = parser.parse_args()
     cluster = Cluster({f"topic-{t}": 125 for t in range(8)})
     members = {
@@ -56,7 +57,7 @@ def main() -> None:
 
     group = f"bench-{int(time.time())}"
     figures = {}
-    with service_at(args.url) as (url, _):
+    with service_at(args.url, **({"GROUPFIT_CORE": args.core} if args.core else {})) as (url, _):
         GroupfitClient(url).put_rates(
             group,
             [{"topic": t, "partition": p, "rate": r} for (t, p), r in rates(partitions).items()],

@@ -6,6 +6,7 @@
 
     .venv/bin/python bench/service_http.py                 # starts `groupfit serve` (embedded Redis) itself
     .venv/bin/python bench/service_http.py --url http://127.0.0.1:8000 --seconds 10 --connections 1,4,16
+    .venv/bin/python bench/service_http.py --workers 1,2 --core native,python    # one service per combination
 
 The load generator is a minimal asyncio HTTP/1.1 client (httpx's own overhead would be measured
 otherwise); it runs on the same 2-core machine as the service, so the figures are a lower bound.
@@ -100,8 +101,19 @@ def main() -> None:
     parser.add_argument("--connections", default="1,4,16")
     parser.add_argument("--partitions", type=int, default=1000)
     parser.add_argument("--large", type=int, default=100_000, help="partitions of the end-to-end request (0: skip)")
+    parser.add_argument("--workers", default="", help="GROUPFIT_WORKERS of the started service, comma-separated")
+    parser.add_argument("--core", default="", help="GROUPFIT_CORE of the started service, comma-separated")
     args = parser.parse_args()
-    with service_at(args.url) as (url, _):
+    for workers in args.workers.split(","):
+        for core in args.core.split(","):
+            env = {k: v for k, v in (("GROUPFIT_WORKERS", workers), ("GROUPFIT_CORE", core)) if v}
+            if env:
+                print(f"\n{' '.join(f'{k}={v}' for k, v in env.items())}")
+            measure(args, env)
+
+
+def measure(args: argparse.Namespace, env: dict[str, str]) -> None:
+    with service_at(args.url, **env) as (url, _):
         body = assign_body(args.partitions)
         asyncio.run(load(url, body, 1, 1.0))  # warm-up
         print(f"POST /v1/assign, {args.partitions} partitions (MWF), {len(body) / 1e3:.0f} kB per request")

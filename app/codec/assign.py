@@ -8,7 +8,16 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-from app.codec.wire import ConsumerId, GroupName, PartitionRate, PartitionRef, keys_of, partition_ref, wired
+from app.codec.wire import (
+    ConsumerId,
+    GroupName,
+    PartitionRate,
+    PartitionRef,
+    keys_of,
+    partition_ref,
+    partition_refs,
+    wired,
+)
 from app.core.assign import Outcome
 from app.core.errors import AssignmentError, ErrorCode
 from app.core.model import (
@@ -154,19 +163,19 @@ def answer_of(outcome: Outcome, dense: bool = False) -> AssignResponse:
     labels every row and column and adds `matrix`."""
     problem = outcome.problem
     keys, rates, capacity = problem.keys, problem.rates, problem.capacity
-    refs = [partition_ref(key) for key in keys]
-    consumers = sorted_consumers(outcome.assignment)
     d = outcome.delta(full=dense)
-    previous_owner, owner, loads = problem.previous_owner, outcome.owner, outcome.loads
+    owner, loads, assignment = outcome.owner, outcome.loads, outcome.assignment
     return AssignResponse(
         algorithm=outcome.algorithm,
         capacity=capacity,
-        assignment={c: [refs[j] for j in outcome.assignment[c]] for c in consumers},
-        consumers=[ConsumerLoad(c, loads[c], outcome.utilization(c), len(outcome.assignment[c])) for c in consumers],
-        moves=[Move(keys[j][0], keys[j][1], previous_owner[j] or "", owner[j], rates[j]) for j in outcome.moved],
+        assignment=assignment_of(partition_refs(keys), assignment, outcome.consumers),
+        consumers=[ConsumerLoad(c, loads[c], outcome.utilization(c), len(assignment[c])) for c in outcome.consumers],
+        moves=[
+            Move(keys[j][0], keys[j][1], was, owner[j], rates[j]) for j, was in zip(outcome.moved, outcome.moved_from)
+        ],
         delta=Delta(
             rows=d.rows,
-            columns=[partition_ref(key) for key in d.columns],
+            columns=partition_refs(d.columns),
             cells=d.cells,  # type: ignore[arg-type]  # (row, column, ±1) tuples encode as arrays
             matrix=d.dense() if dense else UNSET,
         ),
@@ -174,7 +183,7 @@ def answer_of(outcome: Outcome, dense: bool = False) -> AssignResponse:
         consumer_count=outcome.consumer_count,
         lower_bound=problem.lower_bound,
         overloaded_partitions=[
-            OverloadedPartition(keys[j][0], keys[j][1], rates[j], owner[j]) for j in outcome.overloaded_partitions()
+            OverloadedPartition(keys[j][0], keys[j][1], rates[j], owner[j]) for j in outcome.overloaded
         ],
         overloaded_members=outcome.overloaded_members(),
         recommended_consumers=outcome.recommended_consumers,
@@ -191,6 +200,13 @@ def with_version(answer: bytes, version: int) -> bytes:
     if not answer.endswith(_NO_VERSION):
         raise ValueError("the answer was encoded with a version already")
     return answer[: -len(_NO_VERSION)] + b'"version":%d}' % version
+
+
+def assignment_of(
+    refs: list[PartitionRef], assignment: Mapping[str, Sequence[int]], consumers: Sequence[str]
+) -> dict[str, list[PartitionRef]]:
+    """consumer → its partitions in the wire form (`refs[j]`: partition j's), consumers in the order given."""
+    return {c: list(map(refs.__getitem__, assignment[c])) for c in consumers}
 
 
 def assignment_refs(assignment: Mapping[str, Sequence[PartitionKey]]) -> dict[str, list[PartitionRef]]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from itertools import starmap
 from typing import Annotated, Any, TypeVar
 
 import msgspec
@@ -38,6 +39,11 @@ class PartitionRate(Struct, forbid_unknown_fields=True, gc=False):
 def partition_ref(key: PartitionKey) -> PartitionRef:
     """The wire form of a partition: built here and nowhere else."""
     return PartitionRef(key[0], key[1])
+
+
+def partition_refs(keys: Iterable[PartitionKey]) -> list[PartitionRef]:
+    """The wire form of many partitions (at C speed: no Python call per partition)."""
+    return list(starmap(PartitionRef, keys))
 
 
 def keys_of(refs: Iterable[PartitionRef | PartitionRate]) -> list[PartitionKey]:

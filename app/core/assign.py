@@ -1,7 +1,8 @@
 """One rebalance end to end: problem → algorithm → assignment, delta, moves, Rscore.
 
 `solve` is what the service, the CLI and the replay share; the answer's wire form is built from its
-`Outcome` by the codec (app/codec/assign.py).
+`Outcome` by the codec (app/codec/assign.py). This module is the reference; `app.core.native` runs the
+same algorithms compiled (`solve(..., native=True)`) and must give the same Outcome.
 """
 
 from __future__ import annotations
@@ -10,14 +11,10 @@ import heapq
 from dataclasses import dataclass
 from typing import Any
 
+from app.core import native as compiled
 from app.core.algorithm import Algorithm
 from app.core.delta import Delta, delta, dense_size, migrated, rscore
-from app.core.model import (
-    Problem,
-    consumer_sort_key,
-    sorted_consumers,
-    within,
-)
+from app.core.model import Problem, consumer_sort_key, sorted_consumers, within
 
 
 @dataclass
@@ -25,12 +22,20 @@ class Outcome:
     algorithm: str
     problem: Problem
     assignment: dict[str, list[int]]
+    consumers: list[str]
+    """The assignment's consumers in id order."""
     owner: list[str]
     loads: dict[str, float]
     moved: list[int]
+    moved_from: list[str]
+    """Each moved partition's previous consumer."""
     rscore: float
+    overloaded: list[int]
+    """Partitions whose rate alone exceeds their consumer's capacity: each still has a consumer."""
     outputs: dict[str, Any]
     bins_used: int
+    sparse: Delta | None = None
+    """The sparse delta when the core computed it with the rest."""
 
     @property
     def consumer_count(self) -> int:
@@ -51,21 +56,27 @@ class Outcome:
         if self.problem.members is None:
             return []
         capacity_of = self.problem.capacity_of
-        return [c for c in sorted_consumers(self.assignment) if not within(self.loads[c], capacity_of(c))]
-
-    def overloaded_partitions(self) -> list[int]:
-        """Partitions whose rate alone exceeds their consumer's capacity: each still has a consumer."""
-        capacity_of, owner = self.problem.capacity_of, self.owner
-        return [j for j, rate in enumerate(self.problem.rates) if rate > capacity_of(owner[j])]
+        return [c for c in self.consumers if not within(self.loads[c], capacity_of(c))]
 
     def delta(self, full: bool = False) -> Delta:
+        if self.sparse is not None and not full:
+            return self.sparse
         return delta(self.problem, self.owner, full)
 
     def dense_delta_size(self) -> int:
         return dense_size(self.problem, self.owner)
 
 
-def solve(problem: Problem, algorithm: Algorithm, params: Any) -> Outcome:
+def solve(problem: Problem, algorithm: Algorithm, params: Any, native: bool = False) -> Outcome:
+    """The algorithm's outcome on `problem`; `native`: by the compiled core where it runs this algorithm."""
+    if native:
+        parts = compiled.solve(problem, algorithm.name, params)
+        if parts is not None:
+            assignment, consumers, owner, loads, moved, moved_from, score, overloaded, used, outputs, *sparse = parts
+            return Outcome(
+                algorithm.name, problem, assignment, consumers, owner, loads, moved, moved_from, score, overloaded,
+                outputs, used, Delta(*sparse),
+            )  # fmt: skip
     placement = algorithm.place(problem, params)
     assignment = {c: held for c, held in placement.assignment.items() if held}
     bins_used = len(assignment)
@@ -73,14 +84,18 @@ def solve(problem: Problem, algorithm: Algorithm, params: Any) -> Outcome:
         assignment = _fold_into_members(problem, assignment)
     owner, loads = _owners_and_loads(problem, assignment, algorithm.name)
     moved = migrated(problem, owner)
+    previous_owner, capacity_of, rates = problem.previous_owner, problem.capacity_of, problem.rates
     return Outcome(
         algorithm=algorithm.name,
         problem=problem,
         assignment=assignment,
+        consumers=sorted_consumers(assignment),
         owner=owner,
         loads=loads,
         moved=moved,
+        moved_from=[previous_owner[j] or "" for j in moved],
         rscore=rscore(problem, moved),
+        overloaded=[j for j, rate in enumerate(rates) if rate > capacity_of(owner[j])],
         outputs=placement.outputs,
         bins_used=bins_used,
     )
@@ -94,7 +109,7 @@ def _fold_into_members(problem: Problem, assignment: dict[str, list[int]]) -> di
     surplus = [j for c, held in assignment.items() if c not in result for j in held]
     if surplus:
         rates = problem.rates
-        # (load − capacity): the smallest has the most room left.
+        # (load − capacity): the smallest has the most room left; ties by id.
         heap = [
             (sum(map(rates.__getitem__, result[m])) - problem.capacity_of(m), consumer_sort_key(m), m) for m in members
         ]

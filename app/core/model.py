@@ -11,9 +11,10 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
-from typing import Any
+from functools import cached_property
+from typing import Any, cast
 
+from app.core import native
 from app.core.errors import AssignmentError
 
 PartitionKey = tuple[str, int]
@@ -32,21 +33,11 @@ def within(load: float, capacity: float) -> bool:
     return load <= capacity * ROUNDING
 
 
-CACHED_ID_LENGTH = 32
-"""Sort keys of ids up to this long are cached (at most 2^14 of them, so a few MB at worst); longer ids,
-rare and possibly hostile, are split each time rather than filling memory."""
-
-
 def consumer_sort_key(consumer: str) -> tuple:
-    """Natural order of consumer ids ("c2" before "c10"): the order bins are scanned and ties broken in."""
-    return _cached_sort_key(consumer) if len(consumer) <= CACHED_ID_LENGTH else _natural_key(consumer)
-
-
-def _natural_key(consumer: str) -> tuple:
+    """Natural order of consumer ids ("c2" before "c10"): the order bins are scanned and ties broken in.
+    No cache: callers compute it once per id and request (a bin keeps its key), so nothing grows with the
+    ids a service has seen, and nothing stops working past a cache's size."""
     return tuple(int(chunk) if i % 2 else chunk for i, chunk in enumerate(re.split(r"(\d+)", consumer)))
-
-
-_cached_sort_key = lru_cache(maxsize=1 << 14)(_natural_key)
 
 
 def sorted_consumers(consumers: Iterable[str]) -> list[str]:
@@ -175,6 +166,15 @@ class Problem:
         return self.consumers_implied(self.total_rate / self.capacity, "Σ rate / capacity")
 
 
+def check_sums(rates: list[float], lags: list[float | None]) -> None:
+    """The sums of rates and of lags are finite (each value may be, and two of 1e308 still overflow)."""
+    for name, values in (("rate", rates), ("lag", lags)):
+        if not math.isfinite(sum(value for value in values if value is not None)):
+            raise AssignmentError(
+                "invalid_rate", f"the {name}s sum to more than the largest float; send them in a larger unit."
+            )
+
+
 def validate_partitions(keys: list[PartitionKey], rates: list[float], lags: list[float | None]) -> None:
     """Rates and lags finite and at least 0, and so are their sums; each (topic, partition) once."""
     for name, values in (("rate", rates), ("lag", lags)):
@@ -186,10 +186,7 @@ def validate_partitions(keys: list[PartitionKey], rates: list[float], lags: list
                 f"partition {keys[j][0]}/{keys[j][1]} has {name} {values[j]!r}; {name}s must be finite and at least 0.",
                 {"partitions": [keys[i] for i in bad[:20]]},
             )
-        if not math.isfinite(sum(value for value in values if value is not None)):
-            raise AssignmentError(
-                "invalid_rate", f"the {name}s sum to more than the largest float; send them in a larger unit."
-            )
+    check_sums(rates, lags)
     if len(set(keys)) != len(keys):
         counts = Counter(keys)
         duplicate = next(key for key in keys if counts[key] > 1)
@@ -215,15 +212,28 @@ def build_problem(
     if not _positive(capacity):
         raise AssignmentError("invalid_capacity", f"capacity must be a finite number above 0, got {capacity!r}.")
     keys = list(keys)
-    rates = [float(rate) for rate in rates]
+    rates = list(rates)
     lags = [None] * len(keys) if lags is None else list(lags)
-    validate_partitions(keys, rates, lags)
+    previous = dict(previous or {})
+    if native.valid(keys, rates, lags, previous):  # the compiled check found nothing wrong (lists of keys among it)
+        check_sums(rates, lags)
+        previous_doc = cast(dict[str, list[PartitionKey]], previous)
+    else:
+        rates = [float(rate) for rate in rates]
+        validate_partitions(keys, rates, lags)
+        previous_doc = _checked_previous(previous)
     consumers_implied(math.fsum(rates) / capacity, max_consumers, "Σ rate / capacity")
     if members is not None and len(members) > max_consumers:
         consumers_implied(len(members), max_consumers, "the member count")
+    member_list, own = _members(members, member_capacities, capacity)
+    return Problem(keys, rates, lags, float(capacity), previous_doc, member_list, own, max_consumers)
+
+
+def _checked_previous(previous: Mapping[str, Sequence[PartitionKey]]) -> dict[str, list[PartitionKey]]:
+    """Non-empty consumer ids, and no partition held by two of them."""
     previous_doc: dict[str, list[PartitionKey]] = {}
     owner_of: dict[PartitionKey, str] = {}
-    for consumer, held in (previous or {}).items():
+    for consumer, held in previous.items():
         if not consumer:
             raise AssignmentError("invalid_previous", "consumer ids in the previous assignment must not be empty.")
         held = list(held)
@@ -237,6 +247,12 @@ def build_problem(
                 )
             owner_of[key] = consumer
         previous_doc[consumer] = held
+    return previous_doc
+
+
+def _members(
+    members: Sequence[str] | None, member_capacities: Mapping[str, float] | None, capacity: float
+) -> tuple[list[str] | None, dict[str, float]]:
     member_list: list[str] | None = None
     if members is not None:
         member_list = list(members)
@@ -246,8 +262,7 @@ def build_problem(
             )
         if any(not isinstance(m, str) or not m for m in member_list) or len(set(member_list)) != len(member_list):
             raise AssignmentError("invalid_members", "members must be distinct, non-empty consumer ids.")
-    own = _member_capacities(member_capacities or {}, member_list, float(capacity))
-    return Problem(keys, rates, lags, float(capacity), previous_doc, member_list, own, max_consumers)
+    return member_list, _member_capacities(member_capacities or {}, member_list, float(capacity))
 
 
 def _member_capacities(given: Mapping[str, float], members: list[str] | None, capacity: float) -> dict[str, float]:

@@ -22,6 +22,7 @@ from app.codec.assign import (
 )
 from app.codec.groups import HISTORY_MOVES
 from app.codec.wire import PartitionRate, check_unique_keys, convert, encode
+from app.core import native
 from app.core.algorithm import get_algorithm
 from app.core.assign import Outcome, solve
 from app.core.errors import AssignmentError, ErrorCode
@@ -71,6 +72,8 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
     max_dense_cells: int
     max_consumers: int = MAX_CONSUMERS
     max_time_limit_ms: int | None = None
+    native: bool = False
+    """Whether the compiled core computes (GROUPFIT_CORE)."""
 
     @classmethod
     def of(cls, settings: Settings) -> Limits:
@@ -79,6 +82,7 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
             max_dense_cells=settings.max_dense_cells,
             max_consumers=settings.max_consumers,
             max_time_limit_ms=settings.max_exact_time_limit_ms,
+            native=native.choose(settings.core),
         )
 
 
@@ -107,7 +111,7 @@ def compute(
         )
     problem = problem_of(request, partitions, previous, capacity, limits.max_consumers)
     started = time.perf_counter()
-    outcome = solve(problem, algorithm, params)
+    outcome = solve(problem, algorithm, params, limits.native)
     seconds = time.perf_counter() - started
     if dense and outcome.dense_delta_size() > limits.max_dense_cells:
         raise AssignmentError(

@@ -77,7 +77,7 @@ def test_lower_bound_and_overloaded_partition_alone():
     assert outcome.problem.lower_bound == 3  # ⌈210 / 100⌉
     big = outcome.owner[0]
     assert assignment[big] == [0]
-    assert outcome.overloaded_partitions() == [0]
+    assert outcome.overloaded == [0]
 
 
 def test_zero_rate_partitions_are_placed():
@@ -188,7 +188,7 @@ def test_lowest_unused_skips_ids_already_open():
 def test_partition_above_capacity_gets_an_empty_bin_and_nothing_joins_it():
     assignment, outcome = run("ff", [10, 150, 20])
     assert assignment == {"c0": [0, 2], "c1": [1]}
-    assert outcome.overloaded_partitions() == [1]
+    assert outcome.overloaded == [1]
 
 
 # -- Modified Any Fit (Algorithm 1, Table II) -----------------------------------------------

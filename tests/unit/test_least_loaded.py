@@ -29,11 +29,17 @@ def test_least_loaded_scales_up_and_balances():
     assert loads(out) == [60, 70, 70]
 
 
-def test_least_loaded_starts_over_with_one_more_consumer():
+def test_least_loaded_opens_one_more_consumer_where_a_partition_fits_nowhere():
     # Five partitions of 36 into μ·f = 90: the lower bound says 2, but the fifth fits in neither (72 + 36),
-    # so the packing restarts with 3 and spreads them 36+36, 36+36, 36.
-    assert least_loaded([36] * 5, [0] * 5, list(range(5)), 90, 450, 2) == [[0, 3], [1, 4], [2]]
+    # so a third consumer is opened for it (not a restart of the packing).
+    assert least_loaded([36] * 5, [0] * 5, list(range(5)), 90, 450, 2) == [[0, 2], [1, 3], [4]]
     assert outcome_of("least-loaded", [36] * 5).consumer_count == 3
+
+
+def test_least_loaded_opened_consumer_takes_what_follows():
+    # 80, 80 fill two consumers of 90; 30 fits in neither and opens a third, which is then the least loaded:
+    # the next 20 goes there, and the one after (20) too (50 < 80).
+    assert least_loaded([80, 80, 30, 20, 20], [0] * 5, list(range(5)), 90, 450, 2) == [[0], [1], [2, 3, 4]]
 
 
 def test_least_loaded_respects_the_lag_dimension():

@@ -3,7 +3,7 @@
 Two-dimensional packing: a consumer of consumption rate μ holds partitions whose arrival rates sum to at
 most μ·f and whose lags sum to at most μ·w_sla·f (Eq. 4-5). Least-Loaded (Ajiro and Tanaka 2007): the
 partitions largest first, each to the least loaded consumer it fits; if one fits nowhere, one consumer
-more and the packing starts over. scaleNeeded (Procedure 1) decides UP, DOWN, REASS or NONE against the
+more. scaleNeeded (Procedure 1) decides UP, DOWN, REASS or NONE against the
 current group; doScale (Procedure 2) packs with the lag planned for the rebalance, lag + λ·t_r (Eq. 6-7).
 """
 
@@ -46,38 +46,49 @@ def least_loaded(
     start: int,
     scales: Sequence[float] = (),
 ) -> list[list[int]]:
-    """Least-Loaded with `start` bins, one more each time a partition fits nowhere. Bin b is a consumer of
-    `scales[b]` times the capacity (1 beyond the list): its caps are rate_cap·scale and lag_cap·scale, and
-    "least loaded" is its rate load over its scale (ties to the lowest bin). An empty bin takes any
-    partition, so n bins always suffice. Only bins that hold a partition are returned."""
+    """Least-Loaded from `start` bins: each partition to the least loaded bin it fits; a partition that fits
+    nowhere opens one bin more (Ajiro and Tanaka start the packing over with one bin more instead: a pass per
+    bin added, quadratic at 10^6 partitions).
+    Bin b is a consumer of `scales[b]` times the capacity (1 beyond the list): its caps are rate_cap·scale and
+    lag_cap·scale, and "least loaded" is its rate load over its scale (ties to the lowest bin). An empty bin
+    takes any partition. Only bins that hold a partition are returned."""
     bins = max(1, start)
-    while True:
-        scale = [scales[b] if b < len(scales) else 1.0 for b in range(bins)]
-        held: list[list[int]] = [[] for _ in range(bins)]
-        rate_load = [0.0] * bins
-        lag_load = [0.0] * bins
-        heap = [(0.0, b) for b in range(bins)]  # (rate load / scale, bin)
-        for j in order:
-            skipped = []
-            while heap:
-                _, b = heapq.heappop(heap)
-                if not held[b] or (
-                    within(rate_load[b] + rates[j], rate_cap * scale[b])
-                    and within(lag_load[b] + lags[j], lag_cap * scale[b])
-                ):
-                    held[b].append(j)
-                    rate_load[b] += rates[j]
-                    lag_load[b] += lags[j]
-                    heapq.heappush(heap, (rate_load[b] / scale[b], b))
-                    break
-                skipped.append((rate_load[b] / scale[b], b))
-            else:
-                break  # fits nowhere: start over with one bin more
-            for entry in skipped:
-                heapq.heappush(heap, entry)
-        else:
-            return [kept for kept in held if kept]
-        bins += 1
+    uniform = all(scale == 1.0 for scale in scales)
+    scale = [scales[b] if b < len(scales) else 1.0 for b in range(bins)]
+    held: list[list[int]] = [[] for _ in range(bins)]
+    rate_load = [0.0] * bins
+    lag_load = [0.0] * bins
+    empty = bins
+    heap = [(0.0, b) for b in range(bins)]  # (rate load / scale, bin)
+    for j in order:
+        skipped = []
+        chosen = -1
+        while heap:
+            entry = heapq.heappop(heap)
+            b = entry[1]
+            rate_fits = within(rate_load[b] + rates[j], rate_cap * scale[b])
+            if not held[b] or (rate_fits and within(lag_load[b] + lags[j], lag_cap * scale[b])):
+                chosen = b
+                break
+            skipped.append(entry)
+            if uniform and not empty and not rate_fits:
+                break  # every bin after this one carries at least its rate load: none fits in rate
+        if chosen < 0:  # fits nowhere: one consumer more
+            chosen = len(held)
+            scale.append(scales[chosen] if chosen < len(scales) else 1.0)
+            held.append([])
+            rate_load.append(0.0)
+            lag_load.append(0.0)
+            empty += 1
+        if not held[chosen]:
+            empty -= 1
+        held[chosen].append(j)
+        rate_load[chosen] += rates[j]
+        lag_load[chosen] += lags[j]
+        heapq.heappush(heap, (rate_load[chosen] / scale[chosen], chosen))
+        for entry in skipped:
+            heapq.heappush(heap, entry)
+    return [kept for kept in held if kept]
 
 
 def lower_bound(values: Sequence[float], cap: float, scales: Sequence[float] = (), limit: int = MAX_CONSUMERS) -> int:

@@ -4,6 +4,8 @@ can stay put does, and the other bins get the remaining ids (f(k), Eq. 12)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from app.core.algorithms.params import FixedGroup
 from app.core.bins import ConsumerPool
 from app.core.errors import AssignmentError
@@ -39,14 +41,20 @@ def name_by_overlap(
                 overlap[b, consumer] = overlap.get((b, consumer), 0.0) + rates[j]
     allowed = set(ids)
     names: dict[int, str] = {}
-    by_overlap = sorted(overlap.items(), key=lambda item: (-item[1], item[0][0], consumer_sort_key(item[0][1])))
+    tie = {consumer: consumer_sort_key(consumer) for _, consumer in overlap}  # once per id, not per pair
+    by_overlap = sorted(overlap.items(), key=lambda item: (-item[1], item[0][0], tie[item[0][1]]))
     for (b, consumer), _ in by_overlap:
         if b not in names and consumer in allowed and fits(b, consumer):
             names[b] = consumer
             allowed.discard(consumer)
+    # The other bins: the unused ids in order, one queue per capacity (an id skipped once is never usable
+    # again for that capacity, so each queue only moves forward).
+    queues: dict[float | None, Iterator[str]] = {}
     for b, held in enumerate(packing):
         if held and b not in names:
-            names[b] = next(c for c in ids if c in allowed and fits(b, c))
+            size = None if sizes is None else sizes[b]
+            queue = queues.setdefault(size, iter(ids))
+            names[b] = next(c for c in queue if c in allowed and fits(b, c))
             allowed.discard(names[b])
     return {names[b]: held for b, held in enumerate(packing) if held}
 

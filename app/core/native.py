@@ -1,0 +1,77 @@
+"""The compiled core: the `groupfit_native` extension (Rust, PyO3; source in native/) runs the hot path —
+the bins and fit rules, Any Fit, Modified Any Fit with its migration budget, least-loaded, and the owners,
+moves, Rscore and sparse delta — on arrays, with the partition index standing for (topic, partition) and
+consumers as integers. The pure-Python modules of app/core stay the reference: the differential tests
+require the same outcome from both.
+
+`GROUPFIT_CORE` (app/settings.py) chooses: `auto` (compiled when installed), `native` (required),
+`python` (the reference only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    from app.core.model import PartitionKey, Problem
+
+try:
+    import groupfit_native as _extension
+except ImportError:  # no compiler where groupfit was installed: the reference core runs everything
+    _extension = None
+
+AVAILABLE = _extension is not None
+ALGORITHMS: frozenset[str] = frozenset(_extension.ALGORITHMS if _extension is not None else ())
+CHOICES = ("auto", "native", "python")
+
+
+def choose(setting: str) -> bool:
+    """Whether the compiled core runs, for GROUPFIT_CORE = `setting`."""
+    if setting not in CHOICES:
+        raise ValueError(f"GROUPFIT_CORE must be one of {', '.join(CHOICES)}, got {setting!r}.")
+    if setting == "native" and not AVAILABLE:
+        raise ValueError(
+            "GROUPFIT_CORE=native but the compiled core (groupfit_native) is not installed; "
+            "build it with `pip install ./native` (needs cargo), or set GROUPFIT_CORE=auto."
+        )
+    return AVAILABLE and setting != "python"
+
+
+def describe(native: bool, setting: str) -> str:
+    """The one line that says which core runs."""
+    if native:
+        return f"core: compiled (groupfit_native, Rust) for {', '.join(sorted(ALGORITHMS))}; GROUPFIT_CORE={setting}"
+    why = "not installed" if not AVAILABLE else "not chosen"
+    return f"core: pure Python (the compiled core is {why}); GROUPFIT_CORE={setting}"
+
+
+def valid(keys: list[PartitionKey], rates: list[Any], lags: list[Any], previous: Mapping[str, Any]) -> bool:
+    """True when the compiled core finds the partitions and previous assignment certainly valid (rates and lags
+    finite floats ≥ 0, keys distinct, previous consumers non-empty and holding distinct partitions in lists);
+    False means only that the reference check (app.core.model) must run, and it says what is wrong."""
+    return _extension is not None and _extension.valid(keys, rates, lags, previous)
+
+
+def solve(problem: Problem, name: str, params: BaseModel | None) -> tuple[Any, ...] | None:
+    """The compiled outcome's parts (see app.core.assign.solve), or None where the compiled core does not run
+    this algorithm or cannot order these consumer ids exactly as the reference does (non-ASCII ids, numbers
+    written with leading zeros); the reference then runs."""
+    if _extension is None or name not in ALGORITHMS:
+        return None
+    try:
+        return _extension.solve(
+            name,
+            problem.keys,
+            problem.rates,
+            problem.lags,
+            problem.capacity,
+            problem.previous,
+            problem.members,
+            problem.member_capacities,
+            params.model_dump() if params is not None else {},
+        )
+    except (TypeError, OverflowError):  # values the arrays cannot hold (a partition number beyond 64 bits, …)
+        return None

@@ -1,0 +1,158 @@
+"""The compiled core against the pure-Python reference, measured in the same run (issue #15's targets).
+
+1. In-process `solve` (MWF, BFD, least-loaded) at 1k, 10k, 100k, 1M partitions with ~P/10 consumers and
+   the previous assignment from a prior run (BFD on the measurement before, rates moved by up to ±5 % of C):
+   median ms, µs per partition, and the ratio to the reference.
+2. `groupfit assign --input` on a 1 000 000-partition request (MWF, previous given), whole process: wall
+   time and peak RSS, next to msgspec's decode of the same file into the request type (a fresh process too).
+
+    .venv/bin/python bench/native.py [--sizes 1000,10000,100000,1000000] [--python-limit 1000000] [--cli 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import msgspec  # noqa: E402
+
+from app.cli import tune_gc  # noqa: E402
+from app.codec.assign import AssignRequest, previous_of, problem_of  # noqa: E402
+from app.core import native  # noqa: E402
+from app.core.algorithm import get_algorithm  # noqa: E402
+from app.core.assign import solve  # noqa: E402
+from app.core.model import Problem, build_problem  # noqa: E402
+
+CAPACITY = 100.0
+ALGORITHMS = ("mwf", "bfd", "least-loaded")
+
+
+def measurements(partitions: int, seed: int = 11) -> tuple[list, list[float], list[float]]:
+    """Two consecutive measurements: rates U[0, C/5] (about P/10 consumers), then each moved by ±5 % of C."""
+    rng = random.Random(seed)
+    keys = [(f"topic-{j % 16}", j // 16) for j in range(partitions)]
+    before = [rng.uniform(0, CAPACITY / 5) for _ in keys]
+    now = [min(CAPACITY, max(0.0, r + rng.uniform(-5, 5))) for r in before]
+    return keys, before, now
+
+
+def request(partitions: int, algorithm: str = "mwf") -> bytes:
+    """The JSON request: the measurement after, with the previous assignment BFD gave the one before."""
+    keys, before, now = measurements(partitions)
+    first = solve(build_problem(keys, before, None, CAPACITY), get_algorithm("bfd"), None, native=native.AVAILABLE)
+    previous = {
+        c: [{"topic": keys[j][0], "partition": keys[j][1]} for j in held] for c, held in first.assignment.items()
+    }
+    partitions_doc = [{"topic": t, "partition": p, "rate": r} for (t, p), r in zip(keys, now)]
+    body = {"algorithm": algorithm, "capacity": CAPACITY, "partitions": partitions_doc, "previous": previous}
+    return msgspec.json.encode(body)
+
+
+def instance(partitions: int) -> Problem:
+    """The problem as the service builds it from the decoded request (so its objects lie in memory as they would)."""
+    decoded = msgspec.json.Decoder(AssignRequest).decode(request(partitions))
+    assert decoded.partitions is not None
+    return problem_of(decoded, decoded.partitions, previous_of(decoded) or {}, CAPACITY)
+
+
+def fresh(problem: Problem) -> Problem:
+    """The same problem without cached derived fields, so each run pays for them."""
+    return Problem(problem.keys, problem.rates, problem.lags, problem.capacity, problem.previous, problem.members)
+
+
+def median_ms(run, repeat: int) -> tuple[float, float]:
+    """Median wall and CPU milliseconds (the CPU time is what the work costs when other jobs share the cores)."""
+    wall, cpu = [], []
+    for _ in range(repeat):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        run()
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return statistics.median(wall) * 1e3, statistics.median(cpu) * 1e3
+
+
+def in_process(sizes: list[int], python_limit: int, repeat: int) -> None:
+    print("in-process solve, median wall ms / CPU ms (CPU µs per partition); previous consumers = a prior BFD run")
+    print(f"{'partitions':>10}{'consumers':>10}{'algorithm':>14}{'compiled':>28}{'pure Python':>30}{'ratio':>8}")
+    for n in sizes:
+        problem = instance(n)
+        for name in ALGORITHMS:
+            spec = get_algorithm(name)
+            params = spec.parse_params(None)
+            runs = repeat if n <= 100_000 else max(1, repeat // 2)
+            compiled, compiled_cpu = median_ms(lambda: solve(fresh(problem), spec, params, native=True), runs)  # noqa: B023
+            cells = f"{compiled:>10.1f} /{compiled_cpu:>8.1f} ({compiled_cpu * 1e3 / n:>5.2f})"
+            if n <= python_limit:
+                python, python_cpu = median_ms(lambda: solve(fresh(problem), spec, params), 1 if n >= 100_000 else runs)  # noqa: B023
+                cells += f"{python:>12.1f} /{python_cpu:>8.1f} ({python_cpu * 1e3 / n:>5.2f}){python_cpu / compiled_cpu:>7.0f}×"
+            print(f"{n:>10}{len(problem.previous):>10}{name:>14}{cells}", flush=True)
+
+
+def child(code: list[str], env: dict[str, str] | None = None) -> tuple[float, float, bytes]:
+    """Wall seconds, peak RSS (MB) and standard output of one process."""
+    start = time.perf_counter()
+    process = subprocess.Popen(code, stdout=subprocess.PIPE, cwd=ROOT, env={**os.environ, **(env or {})})
+    out = process.stdout.read() if process.stdout else b""
+    _, status, usage = os.wait4(process.pid, 0)
+    elapsed = time.perf_counter() - start
+    assert os.waitstatus_to_exitcode(status) == 0, status
+    return elapsed, usage.ru_maxrss / 1024, out
+
+
+def cli(partitions: int, repeat: int) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "request.json"
+        path.write_bytes(request(partitions))
+        decode = [
+            sys.executable,
+            "-c",
+            "import sys, time, msgspec; from app.codec.assign import AssignRequest; from app.cli import tune_gc; "
+            "tune_gc(); body = open(sys.argv[1], 'rb').read(); t = time.perf_counter(); "
+            "msgspec.json.Decoder(AssignRequest).decode(body); print(time.perf_counter() - t)",
+            str(path),
+        ]
+        assign = [sys.executable, "-m", "app.cli", "assign", "--input", str(path)]
+        size = path.stat().st_size / 1e6
+        print(f"\ngroupfit assign --input: {partitions} partitions, MWF, previous given, {size:.0f} MB")
+        decodes = [float(child(decode)[2]) for _ in range(repeat)]
+        print(f"  msgspec decode of the file into AssignRequest: median {statistics.median(decodes):.2f} s")
+        for core in ("native", "python"):
+            runs = [child(assign, {"GROUPFIT_CORE": core}) for _ in range(repeat if core == "native" else 1)]
+            wall = statistics.median(r[0] for r in runs)
+            rss = max(r[1] for r in runs)
+            answer = json.loads(runs[0][2])
+            print(
+                f"  whole process, GROUPFIT_CORE={core}: median {wall:.2f} s = {wall / statistics.median(decodes):.2f}× "
+                f"the decode, peak RSS {rss:.0f} MB ({answer['consumer_count']} consumers, rscore {answer['rscore']:.2f})",
+                flush=True,
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000,10000,100000,1000000")
+    parser.add_argument("--python-limit", type=int, default=1_000_000, help="largest size the reference runs at")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--cli", type=int, default=1_000_000, help="partitions of the CLI request (0: skip)")
+    args = parser.parse_args()
+    if not native.AVAILABLE:
+        sys.exit("the compiled core is not installed: make .venv/.native")
+    tune_gc()  # as `groupfit serve` and the CLI run
+    in_process([int(s) for s in args.sizes.split(",") if s], args.python_limit, args.repeat)
+    if args.cli:
+        cli(args.cli, 3)
+
+
+if __name__ == "__main__":
+    main()

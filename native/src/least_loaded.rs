@@ -1,0 +1,308 @@
+//! Lag-aware Least-Loaded bin pack autoscaler (Ezzeddine, Baude, Huet, CLOSER 2024), as
+//! `app/core/algorithms/least_loaded.py`: packing on rate ≤ μ·f and lag ≤ μ·w_sla·f (Eq. 4-5),
+//! scaleNeeded (Procedure 1) and doScale (Procedure 2) with the planned lag lag + λ·t_r (Eq. 6-7).
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+use crate::bins::{within, F};
+use crate::consumers::{Pool, NONE};
+use crate::problem::{Outputs, Placement, Problem};
+
+pub struct Params {
+    pub mu: Option<f64>,
+    pub w_sla: f64,
+    pub f_up: f64,
+    pub f_down: f64,
+    pub rebalance_s: f64,
+    pub plan_rebalance_lag: bool,
+}
+
+/// Least-Loaded from `start` bins: each partition to the least loaded bin it fits (rate load over the bin's
+/// scale, ties to the lowest bin); a partition that fits nowhere opens one bin more. Bin b has `scales[b]`
+/// times the capacity (1 beyond the list). Only bins that hold a partition are returned.
+pub fn least_loaded(
+    rates: &[f64],
+    lags: &[f64],
+    order: &[u32],
+    rate_cap: f64,
+    lag_cap: f64,
+    start: usize,
+    scales: &[f64],
+) -> Vec<Vec<u32>> {
+    let scale_of = |b: usize| if b < scales.len() { scales[b] } else { 1.0 };
+    let uniform = scales.iter().all(|&s| s == 1.0);
+    let bins = start.max(1);
+    let mut held: Vec<Vec<u32>> = vec![vec![]; bins];
+    let mut rate_load = vec![0.0; bins];
+    let mut lag_load = vec![0.0; bins];
+    let mut empty = bins;
+    let mut heap: BinaryHeap<Reverse<(F, usize)>> =
+        (0..bins).map(|b| Reverse((F(0.0), b))).collect();
+    let mut skipped = vec![];
+    for &j in order {
+        let (rate, lag) = (rates[j as usize], lags[j as usize]);
+        let mut chosen = None;
+        while let Some(Reverse((key, b))) = heap.pop() {
+            let scale = scale_of(b);
+            let rate_fits = within(rate_load[b] + rate, rate_cap * scale);
+            if held[b].is_empty() || (rate_fits && within(lag_load[b] + lag, lag_cap * scale)) {
+                chosen = Some(b);
+                break;
+            }
+            skipped.push(Reverse((key, b)));
+            // With one size the bins after this one carry at least its rate load: none fits in rate.
+            if uniform && empty == 0 && !rate_fits {
+                break;
+            }
+        }
+        let b = chosen.unwrap_or_else(|| {
+            held.push(vec![]);
+            rate_load.push(0.0);
+            lag_load.push(0.0);
+            empty += 1;
+            held.len() - 1
+        });
+        if held[b].is_empty() {
+            empty -= 1;
+        }
+        held[b].push(j);
+        rate_load[b] += rate;
+        lag_load[b] += lag;
+        heap.push(Reverse((F(rate_load[b] / scale_of(b)), b)));
+        heap.extend(skipped.drain(..));
+    }
+    held.into_iter().filter(|h| !h.is_empty()).collect()
+}
+
+/// Bins one dimension needs at least (`least_loaded.lower_bound`).
+fn lower_bound(values: &[f64], cap: f64, scales: &[f64]) -> usize {
+    if !scales.is_empty() {
+        let total = values.iter().fold(0.0, |s, &v| s + v) / cap;
+        let (mut covered, mut count) = (0.0, 0usize);
+        for &scale in scales {
+            if covered >= total - 1e-9 {
+                break;
+            }
+            covered += scale;
+            count += 1;
+        }
+        return count + (total - covered - 1e-9).ceil().max(0.0) as usize;
+    }
+    let alone = values.iter().filter(|&&v| v > cap).count();
+    let rest = values
+        .iter()
+        .filter(|&&v| v <= cap)
+        .fold(0.0, |s, &v| s + v);
+    let half = values.iter().filter(|&&v| v > cap / 2.0).count();
+    (alone + (rest / cap - 1e-9).ceil().max(0.0) as usize).max(half)
+}
+
+/// `naming.candidates`: the members (pool order), or the previous consumers that still hold a partition (id
+/// order), then fresh ids up to `count`.
+fn candidates(p: &mut Problem, count: usize) -> Vec<u32> {
+    let members = p.members.clone();
+    let mut pool = Pool::new(&p.consumers, members.as_deref());
+    let known: Vec<u32> = match &pool.members {
+        Some(m) => m.clone(),
+        None => {
+            let mut k: Vec<u32> = (0..p.previous_ids.len())
+                .filter(|&i| !p.previous_held[i].is_empty())
+                .map(|i| p.previous_ids[i])
+                .collect();
+            p.consumers.sort(&mut k);
+            k
+        }
+    };
+    let mut ids: Vec<u32> = known
+        .iter()
+        .map(|&c| pool.open(&mut p.consumers, c))
+        .collect();
+    while ids.len() < count {
+        ids.push(pool.open(&mut p.consumers, NONE));
+    }
+    ids
+}
+
+/// `naming.name_by_overlap`: each bin the id among `ids` it shares the most previous rate with (largest
+/// overlap first, ties by bin, then id), the other bins the unused ids in order; with `sizes`, only an id of
+/// the capacity the bin was packed for.
+fn name_by_overlap(
+    p: &Problem,
+    packing: Vec<Vec<u32>>,
+    ids: &[u32],
+    sizes: Option<&[f64]>,
+) -> Vec<(u32, Vec<u32>)> {
+    let cap = &p.consumers.cap;
+    let fits = |b: usize, c: u32| sizes.is_none_or(|s| cap[c as usize] == s[b]);
+    let mut overlap: HashMap<(usize, u32), f64> = HashMap::new();
+    let mut first_seen: Vec<(usize, u32)> = vec![];
+    for (b, held) in packing.iter().enumerate() {
+        for &j in held {
+            let c = p.previous_owner[j as usize];
+            if c != NONE {
+                let e = overlap.entry((b, c)).or_insert_with(|| {
+                    first_seen.push((b, c));
+                    0.0
+                });
+                *e += p.rates[j as usize];
+            }
+        }
+    }
+    let mut by_overlap: Vec<((usize, u32), f64)> =
+        first_seen.iter().map(|k| (*k, overlap[k])).collect();
+    by_overlap.sort_by(|x, y| {
+        F(y.1)
+            .cmp(&F(x.1))
+            .then(x.0 .0.cmp(&y.0 .0))
+            .then(p.consumers.tie[x.0 .1 as usize].cmp(&p.consumers.tie[y.0 .1 as usize]))
+    });
+    let mut allowed = vec![false; p.consumers.len()];
+    for &c in ids {
+        allowed[c as usize] = true;
+    }
+    let mut names = vec![NONE; packing.len()];
+    for ((b, c), _) in by_overlap {
+        if names[b] == NONE && allowed[c as usize] && fits(b, c) {
+            names[b] = c;
+            allowed[c as usize] = false;
+        }
+    }
+    // the unused ids in order, one queue per capacity (ids only leave `allowed`, so each queue only advances)
+    let mut next: HashMap<u64, usize> = HashMap::new();
+    for (b, held) in packing.iter().enumerate() {
+        if !held.is_empty() && names[b] == NONE {
+            let class = sizes.map_or(0, |s| s[b].to_bits());
+            let i = next.entry(class).or_insert(0);
+            while !(allowed[ids[*i] as usize] && fits(b, ids[*i])) {
+                *i += 1;
+            }
+            names[b] = ids[*i];
+            allowed[ids[*i] as usize] = false;
+        }
+    }
+    names
+        .into_iter()
+        .zip(packing)
+        .filter(|(_, held)| !held.is_empty())
+        .collect()
+}
+
+pub fn place(p: &mut Problem, params: &Params) -> Placement {
+    let mu = params.mu.unwrap_or(p.capacity);
+    let n = p.rates.len();
+    let uniform = p.uniform();
+    // Consumers of different sizes: bin b is the b-th candidate, and μ scales with its capacity / C.
+    let ids = if uniform { vec![] } else { candidates(p, n) };
+    let scales: Vec<f64> = ids
+        .iter()
+        .map(|&c| p.consumers.cap[c as usize] / p.capacity)
+        .collect();
+    let lags: Vec<f64> = p.lags.iter().map(|l| l.unwrap_or(0.0)).collect();
+    // Eq. 6-7: totalLag = lag + λ·t_r, the lag a partition will have when the rebalance is over.
+    let planned: Vec<f64> = if params.plan_rebalance_lag {
+        lags.iter()
+            .zip(&p.rates)
+            .map(|(l, r)| l + r * params.rebalance_s)
+            .collect()
+    } else {
+        lags.clone()
+    };
+    let mut order = p.decreasing.clone(); // by rate, then lag, largest first, then (topic, partition)
+    let rank = &p.decreasing_rank;
+    order.sort_unstable_by(|&a, &b| {
+        F(p.rates[b as usize])
+            .cmp(&F(p.rates[a as usize]))
+            .then(F(lags[b as usize]).cmp(&F(lags[a as usize])))
+            .then(rank[a as usize].cmp(&rank[b as usize]))
+    });
+    let pack = |lag_values: &[f64], f: f64| -> Vec<Vec<u32>> {
+        if n == 0 {
+            return vec![];
+        }
+        let (rate_cap, lag_cap) = (mu * f, mu * params.w_sla * f);
+        let start = lower_bound(&p.rates, rate_cap, &scales)
+            .max(lower_bound(lag_values, lag_cap, &scales))
+            .max(1);
+        least_loaded(
+            &p.rates, lag_values, &order, rate_cap, lag_cap, start, &scales,
+        )
+    };
+    // G_current: the members, or the consumers that held a partition.
+    let current: Vec<(u32, Vec<u32>)> = match &p.members {
+        Some(members) => {
+            let mut held_of: HashMap<u32, &Vec<u32>> = HashMap::new();
+            for (i, &c) in p.previous_ids.iter().enumerate() {
+                held_of.insert(c, &p.previous_held[i]);
+            }
+            members
+                .iter()
+                .map(|m| (*m, held_of.get(m).map_or(vec![], |h| (*h).clone())))
+                .collect()
+        }
+        None => (0..p.previous_ids.len())
+            .filter(|&i| !p.previous_held[i].is_empty())
+            .map(|i| (p.previous_ids[i], p.previous_held[i].clone()))
+            .collect(),
+    };
+    let owned: usize = current.iter().map(|(_, h)| h.len()).sum();
+    let violates = |f: f64| -> bool {
+        owned < n
+            || current.iter().any(|(c, held)| {
+                let own = mu * f * p.consumers.cap[*c as usize] / p.capacity;
+                let lag = held.iter().fold(0.0, |s, &j| s + lags[j as usize]);
+                let rate = held.iter().fold(0.0, |s, &j| s + p.rates[j as usize]);
+                !within(lag, own * params.w_sla) || !within(rate, own)
+            })
+    };
+    // Procedure 1, scaleNeeded, on the current lags.
+    let mut action = if pack(&lags, params.f_up).len() > current.len() {
+        "UP"
+    } else if pack(&lags, params.f_down).len() < current.len() {
+        "DOWN"
+    } else if violates(params.f_up) {
+        "REASS"
+    } else {
+        "NONE"
+    };
+    // Procedure 2, doScale, on the planned lags.
+    let mut packing = None;
+    if action == "DOWN" {
+        let down = pack(&planned, params.f_down);
+        if down.len() >= current.len() {
+            action = if violates(params.f_up) {
+                "REASS"
+            } else {
+                "NONE"
+            };
+        } else {
+            packing = Some(down);
+        }
+    }
+    if action == "UP" || action == "REASS" {
+        packing = Some(pack(&planned, params.f_up));
+    }
+    let before = current.len();
+    let assignment = match packing {
+        None => current,
+        Some(packing) if uniform => {
+            let named = candidates(p, packing.len());
+            name_by_overlap(p, packing, &named, None)
+        }
+        Some(packing) => {
+            let sizes: Vec<f64> = ids.iter().map(|&c| p.consumers.cap[c as usize]).collect();
+            name_by_overlap(p, packing, &ids, Some(&sizes))
+        }
+    };
+    let after = assignment.iter().filter(|(_, h)| !h.is_empty()).count();
+    Placement {
+        bins: assignment,
+        outputs: Outputs::LeastLoaded {
+            action,
+            before,
+            after,
+            rate_capacity: mu * params.f_up,
+            lag_capacity: mu * params.w_sla * params.f_up,
+        },
+    }
+}
