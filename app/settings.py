@@ -6,7 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, BaseModel, Field, SecretStr
+from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -78,6 +78,16 @@ class Settings(BaseSettings):
     cors_origins: list[str] = Field(
         default_factory=list, description="origins allowed by CORS, JSON list; empty: CORS off"
     )
+
+    @field_validator("redis_url")
+    @classmethod
+    def _cluster_seeds_parse(cls, url: str | None) -> str | None:
+        """A redis+cluster:// URL whose seeds are not host:port is refused at start-up, naming the seed."""
+        from app.store.connection import is_cluster_url, seed_nodes
+
+        if url is not None and is_cluster_url(url):
+            seed_nodes(url)
+        return url
 
 
 @lru_cache

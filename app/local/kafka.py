@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.local.servers import free_port
+from app.local.servers import free_port, stop_groups
 
 POM = Path(__file__).resolve().parents[2] / "deploy" / "kafka" / "pom.xml"
 CONTROLLER_ID = 0  # with brokers > 1 a dedicated controller; brokers are 1..n
@@ -402,16 +402,7 @@ class ApacheKafka:
             processes = [node.process for node in group if node.process is not None]
             for node in group:
                 node.process = None
-            for process in processes:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGTERM)
-            for process in processes:
-                try:
-                    process.wait(timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(process.pid, signal.SIGKILL)
-                    process.wait()
+            stop_groups(processes, timeout)
 
     def __enter__(self) -> ApacheKafka:
         return self.start()

@@ -31,6 +31,21 @@ def wait_for_port(host: str, port: int, timeout: float) -> None:
             time.sleep(0.05)
 
 
+def stop_groups(processes: list[subprocess.Popen], timeout: float) -> None:
+    """SIGTERM to the process groups these processes lead (started with start_new_session), all at once so they
+    shut down together; SIGKILL to any group whose leader outlives `timeout` s."""
+    for process in processes:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
 class EmbeddedRedis:
     """A Valkey server (Redis protocol) with AOF persistence in `data_dir`, so a restart keeps data."""
 

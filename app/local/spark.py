@@ -12,14 +12,13 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
 
-from app.local.servers import free_port
+from app.local.servers import free_port, stop_groups
 
 IVY_SETTINGS = """<ivysettings>
   <settings defaultResolver="central"/>
@@ -142,17 +141,9 @@ class SparkStandalone:
         )
 
     def stop(self) -> None:
-        """Workers first, then the master: SIGTERM to each process group, SIGKILL after 20 s."""
-        for process in reversed(self.processes):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-        for process in reversed(self.processes):
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        """Workers first, then the master."""
+        stop_groups(self.processes[1:], 20)
+        stop_groups(self.processes[:1], 20)
         self.processes = []
 
     def __enter__(self) -> SparkStandalone:

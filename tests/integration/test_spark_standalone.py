@@ -8,7 +8,6 @@ import itertools
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -21,6 +20,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from groupfit_client import GroupfitClient, GroupfitError
 
+from app.local.servers import stop_groups
 from app.local.spark import SparkStandalone
 from app.pipeline.source import end_offsets
 from tests.integration.test_pipeline import RATES, produce
@@ -74,13 +74,7 @@ class Submitted:
 
     def stop(self) -> None:
         """SIGTERM to the driver's process group (spark-submit's JVM and the job's Python), as a kill would."""
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        stop_groups([self.process], 60)
 
     def log_tail(self) -> str:
         return self.log_path.read_text(errors="replace")[-4000:]
