@@ -27,7 +27,7 @@ def one(rate: float = 10, **extra) -> list[dict]:
     return [{"topic": "t", "partition": 0, "rate": rate, **extra}]
 
 
-def slow_stream(measurements: int = 150, partitions: int = 200) -> list[dict]:
+def slow_stream(measurements: int = 600, partitions: int = 200) -> list[dict]:
     """A stream whose replay through the twelve paper algorithms takes seconds."""
     rng = random.Random(1)
     return [{"t": {str(p): rng.uniform(1, 60) for p in range(partitions)}} for _ in range(measurements)]

@@ -110,7 +110,36 @@ def lower_bound(values: Sequence[float], cap: float, scales: Sequence[float] = (
     return max(alone + consumers_implied(rest / cap, limit, what), sum(1 for value in values if value > cap / 2))
 
 
+def planned_lags(problem: Problem, params: LeastLoadedParams) -> list[float]:
+    """Eq. 6-7: totalLag = lag + λ·t_r, the lag a partition will have when the rebalance is over."""
+    lags = [lag or 0.0 for lag in problem.lags]
+    if not params.plan_rebalance_lag:
+        return lags
+    return [lag + rate * params.rebalance_s for lag, rate in zip(lags, problem.rates)]
+
+
+def check(problem: Problem, params: LeastLoadedParams) -> None:
+    """What the parameters imply, refused before any bin exists (by either core): planned lags that
+    overflow, caps μ·f and μ·w_sla·f that underflow to 0, and Eq. 5's count in each dimension above the
+    service's limit (a partition above a cap sits alone, so the packing's own bounds can be far lower)."""
+    mu = params.mu or problem.capacity
+    lags = [lag or 0.0 for lag in problem.lags]
+    planned = planned_lags(problem, params)
+    if not math.isfinite(sum(planned)):
+        raise AssignmentError(
+            "invalid_parameter",
+            "the lags planned for the rebalance (lag + rate·rebalance_s) overflow; lower rebalance_s.",
+        )
+    for f in (params.f_up, params.f_down):
+        if not (mu * f > 0 and mu * params.w_sla * f > 0):
+            raise AssignmentError("invalid_parameter", "μ·f and μ·w_sla·f underflow to 0; give larger mu, w_sla or f.")
+        problem.consumers_implied(problem.total_rate / mu / f, "least-loaded's Σ rate / (μ·f)")
+        for values in (lags, planned):
+            problem.consumers_implied(sum(values) / mu / params.w_sla / f, "least-loaded's Σ lag / (μ·w_sla·f)")
+
+
 def place(problem: Problem, params: LeastLoadedParams) -> Placement:
+    check(problem, params)
     mu = params.mu or problem.capacity
     rates = problem.rates
     # Consumers of different sizes: bin b is the b-th candidate (members largest first, then surplus bins of
@@ -118,13 +147,7 @@ def place(problem: Problem, params: LeastLoadedParams) -> Placement:
     ids = [] if problem.uniform else candidates(problem, problem.size)
     scales = [problem.capacity_of(c) / problem.capacity for c in ids]
     lags = [lag or 0.0 for lag in problem.lags]
-    # Eq. 6-7: totalLag = lag + λ·t_r, the lag a partition will have when the rebalance is over.
-    planned = [lag + rate * params.rebalance_s for lag, rate in zip(lags, rates)] if params.plan_rebalance_lag else lags
-    if not math.isfinite(sum(planned)):
-        raise AssignmentError(
-            "invalid_parameter",
-            "the lags planned for the rebalance (lag + rate·rebalance_s) overflow; lower rebalance_s.",
-        )
+    planned = planned_lags(problem, params)
     order = sorted(problem.decreasing_order, key=lambda j: -lags[j])  # stable: by lag, then rate, then key
     order.sort(key=rates.__getitem__, reverse=True)
 
@@ -133,13 +156,8 @@ def place(problem: Problem, params: LeastLoadedParams) -> Placement:
         if not rates:
             return []
         rate_cap, lag_cap = mu * f, mu * params.w_sla * f
-        if not (rate_cap > 0 and lag_cap > 0):
-            raise AssignmentError("invalid_parameter", "μ·f and μ·w_sla·f underflow to 0; give larger mu, w_sla or f.")
-        # Start from a lower bound in each dimension, so the restarts are few.
-        # Eq. 5's count in each dimension, refused above the limit before any bin exists (a partition above a
-        # cap sits alone, so the bounds below can be far lower than what the parameters imply)
-        problem.consumers_implied(sum(rates) / mu / f, "least-loaded's Σ rate / (μ·f)")
-        problem.consumers_implied(sum(lag_values) / mu / params.w_sla / f, "least-loaded's Σ lag / (μ·w_sla·f)")
+        # Start from a lower bound in each dimension, so the restarts are few (check() refused, before any bin
+        # exists, parameters that imply too many consumers).
         limit = problem.max_consumers
         start = max(lower_bound(rates, rate_cap, scales, limit), lower_bound(lag_values, lag_cap, scales, limit), 1)
         return least_loaded(rates, lag_values, order, rate_cap, lag_cap, start, scales)
