@@ -54,7 +54,7 @@ def consumers_implied(implied: float, limit: int, what: str) -> int:
             "check the capacity and rates (same unit?) or the algorithm's parameters.",
             {"implied_consumers": implied if implied < math.inf else None, "max_consumers": limit},
         )
-    return max(0, math.ceil(implied - 1e-9))
+    return math.ceil(implied - 1e-9) if implied > 0 else 0  # negative sums (-inf too) are refused elsewhere
 
 
 def capacity_from_throughput(consumer_throughput: float, iteration_s: float = 30.0, rebalance_s: float = 5.0) -> float:

@@ -3,6 +3,8 @@ sums that overflow refused, the sort-key cache bounded whatever the ids."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from app.core.algorithm import get_algorithm
@@ -93,3 +95,11 @@ def test_the_sort_key_keeps_nothing_between_calls():
     assert not any(hasattr(value, "cache_info") for value in vars(model).values())
     keys = [consumer_sort_key("x" * 200 + str(i)) for i in range(12)]
     assert keys[2] < keys[10]  # long ids still in natural order
+
+
+def test_a_negative_implied_count_is_no_consumer_not_a_crash():
+    """Σ rate / C of negative rates (refused later, as invalid_rate) may be -inf: not an OverflowError."""
+    from app.core.model import consumers_implied
+
+    assert consumers_implied(-math.inf, 10, "Σ rate / capacity") == 0
+    assert consumers_implied(2.5, 10, "Σ rate / capacity") == 3
