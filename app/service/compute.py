@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import importlib
 import logging
 import os
@@ -254,6 +255,11 @@ def serve(fd: int, memory_bytes: int, preload: tuple[str, ...]) -> None:
     sock = socket.socket(fileno=fd)
     for module in preload:
         importlib.import_module(module)
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the server went away: so does this worker
+        _serve(sock, memory_bytes)
+
+
+def _serve(sock: socket.socket, memory_bytes: int) -> None:
     sock.sendall(b"R")
     if memory_bytes:
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
