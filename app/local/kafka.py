@@ -332,24 +332,36 @@ class ApacheKafka:
                 log = (node.directory / "format.log").read_text(errors="replace")[-3000:]
                 raise KafkaSetupError(f"formatting the storage of Kafka node {node.node_id} failed:\n{log}")
 
-    def start(self, timeout: float = 180.0) -> ApacheKafka:
+    def start(self, timeout: float = 180.0, attempts: int = 3) -> ApacheKafka:
+        """Format and start every node; wait until clients can use the cluster. A free port taken by another
+        process between choosing and binding it (a shared machine) is retried on new ports."""
         began = time.monotonic()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         (self.work_dir / "log4j2.properties").write_text(LOG4J2)
-        for node in self.nodes:
-            node.directory.mkdir(parents=True, exist_ok=True)
-            node.config_path.write_text("".join(f"{key}={value}\n" for key, value in self._config(node).items()))
-        try:
-            self._format()
-            server_jvm = ("-Xms128m", f"-Xmx{self.heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20")
+        for attempt in range(1, attempts + 1):
             for node in self.nodes:
-                node.process = self._popen(
-                    [*self._java(*server_jvm), "kafka.Kafka", str(node.config_path)], node.log_path
-                )
-            self._wait_until_ready(began + timeout)
-        except BaseException:
-            self.stop()
-            raise
+                node.directory.mkdir(parents=True, exist_ok=True)
+                node.config_path.write_text("".join(f"{k}={v}\n" for k, v in self._config(node).items()))
+            try:
+                self._format()
+                server_jvm = ("-Xms128m", f"-Xmx{self.heap}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20")
+                for node in self.nodes:
+                    node.process = self._popen(
+                        [*self._java(*server_jvm), "kafka.Kafka", str(node.config_path)], node.log_path
+                    )
+                self._wait_until_ready(began + timeout)
+                break
+            except KafkaSetupError as error:
+                self.stop()
+                if "Address already in use" not in str(error) or attempt == attempts:
+                    raise
+                for node in self.nodes:  # the formatted storage names the old controller address
+                    shutil.rmtree(node.directory / "data", ignore_errors=True)
+                    node.port = free_port() if node.port is not None else None
+                    node.controller_port = free_port() if node.controller_port is not None else None
+            except BaseException:
+                self.stop()
+                raise
         self.start_seconds = time.monotonic() - began
         return self
 

@@ -6,6 +6,7 @@ formatted, its high watermark is wrong with multi-record batches, and it has no 
 
 from __future__ import annotations
 
+import socket
 import time
 import uuid
 
@@ -93,3 +94,17 @@ def test_a_node_that_cannot_start_fails_with_its_log(tmp_path):
 def test_racks_must_name_one_rack_per_broker(tmp_path):
     with pytest.raises(ValueError, match="one per broker"):
         ApacheKafka(tmp_path, brokers=3, racks=("a", "b"))
+
+
+def test_a_port_taken_before_the_broker_binds_it_is_retried_on_new_ports(tmp_path):
+    """On a shared machine another process may take the free port chosen for the broker before it binds it."""
+    kafka = ApacheKafka(tmp_path)
+    taken = kafka.nodes[0].port
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", taken))
+        squatter.listen()
+        with kafka:
+            assert kafka.nodes[0].port != taken
+            admin = AdminClient({"bootstrap.servers": kafka.bootstrap_servers})
+            assert admin.describe_cluster().result(30).cluster_id == kafka.cluster_id
+    assert "Address already in use" in kafka.nodes[0].log_path.read_text()
