@@ -35,6 +35,7 @@ from app.core.assign import solve  # noqa: E402
 from app.core.model import Problem, build_problem  # noqa: E402
 
 CAPACITY = 100.0
+MAX_CONSUMERS = 10_000_000  # ~P/10 consumers at 1M partitions is above the service's default limit (100 000)
 ALGORITHMS = ("mwf", "bfd", "least-loaded")
 
 
@@ -63,12 +64,21 @@ def instance(partitions: int) -> Problem:
     """The problem as the service builds it from the decoded request (so its objects lie in memory as they would)."""
     decoded = msgspec.json.Decoder(AssignRequest).decode(request(partitions))
     assert decoded.partitions is not None
-    return problem_of(decoded, decoded.partitions, previous_of(decoded) or {}, CAPACITY)
+    return problem_of(decoded, decoded.partitions, previous_of(decoded) or {}, CAPACITY, MAX_CONSUMERS)
 
 
 def fresh(problem: Problem) -> Problem:
     """The same problem without cached derived fields, so each run pays for them."""
-    return Problem(problem.keys, problem.rates, problem.lags, problem.capacity, problem.previous, problem.members)
+    return Problem(
+        problem.keys,
+        problem.rates,
+        problem.lags,
+        problem.capacity,
+        problem.previous,
+        problem.members,
+        problem.member_capacities,
+        problem.max_consumers,
+    )
 
 
 def median_ms(run, repeat: int) -> tuple[float, float]:
@@ -128,7 +138,10 @@ def cli(partitions: int, repeat: int) -> None:
         decodes = [float(child(decode)[2]) for _ in range(repeat)]
         print(f"  msgspec decode of the file into AssignRequest: median {statistics.median(decodes):.2f} s")
         for core in ("native", "python"):
-            runs = [child(assign, {"GROUPFIT_CORE": core}) for _ in range(repeat if core == "native" else 1)]
+            runs = [
+                child(assign, {"GROUPFIT_CORE": core, "GROUPFIT_MAX_CONSUMERS": str(MAX_CONSUMERS)})
+                for _ in range(repeat if core == "native" else 1)
+            ]
             wall = statistics.median(r[0] for r in runs)
             rss = max(r[1] for r in runs)
             answer = json.loads(runs[0][2])
