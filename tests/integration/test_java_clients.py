@@ -113,8 +113,9 @@ class JavaConsumer:
         return owned
 
     @property
-    def member_id(self) -> str:
-        return next(e["member"] for e in reversed(self.snapshot()) if e["event"] == "assigned")
+    def member_id(self) -> str | None:
+        """The member id of the newest assignment; None before the first (a member still joining)."""
+        return next((e["member"] for e in reversed(self.snapshot()) if e["event"] == "assigned"), None)
 
     def reads(self) -> Counter:
         return Counter((p, o) for e in self.snapshot() if e["event"] == "records" for p, o in e["records"])
@@ -202,6 +203,8 @@ def holds_the_services_assignment(
         return None
     service_view = {m: {p["partition"] for p in held} for m, held in state["assignment"].items()}
     owned = {key(m): m.owned for m in members}
+    if None in owned:  # a member still joining: not settled yet
+        return None
     if sorted(p for ps in owned.values() for p in ps) != list(range(len(RATES))):
         return None
     return (
