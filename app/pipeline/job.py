@@ -77,11 +77,13 @@ class RateBook:
             self.windows.setdefault((row["topic"], row["partition"]), {})[_utc(row["window_end"])] = row["bytes"]
 
     def rates(
-        self, now: dt.datetime, partitions: Iterable[tuple[str, int]]
+        self, now: dt.datetime, partitions: Iterable[tuple[str, int]], after: dt.datetime | None = None
     ) -> tuple[dict[tuple[str, int], float], dt.datetime | None]:
         """Per partition, bytes/s of the latest window that ended by `now` (0 when none had records),
-        and the end of the window reported."""
-        complete = [end for windows in self.windows.values() for end in windows if end <= now]
+        and the end of the window reported; only windows ending after `after`, when given."""
+        complete = [
+            end for windows in self.windows.values() for end in windows if end <= now and (after is None or end > after)
+        ]
         if not complete:
             return {}, None
         window_end = max(complete)
@@ -132,6 +134,10 @@ class ServiceSink:
         self.client = client or GroupfitClient(options.service_url, timeout=5.0, retries=2, backoff_s=0.2)
         self.failures = 0
         self.writes = 0
+        # Only windows that end after this driver started are reported: a driver restarted from its checkpoint
+        # is sent a window again only where new records update it, so an older window would miss the partitions
+        # whose records were read before the restart (they would read as 0).
+        self.started = dt.datetime.now(dt.UTC)
 
     def __call__(self, batch: Any, batch_id: int) -> None:
         from app.pipeline.source import end_offsets
@@ -145,7 +151,7 @@ class ServiceSink:
         # when the batch read none (nothing new in the topics), up to now. Wall-clock time alone would take a
         # window as complete while its last records still wait to be read (a busy job reported 2 % of the rate).
         horizon = max((_utc(row["last_record"]) for row in rows), default=dt.datetime.now(dt.UTC))
-        rates, window_end = self.book.rates(horizon, partitions)
+        rates, window_end = self.book.rates(horizon, partitions, after=self.started)
         if window_end is None:
             return  # no complete window yet
         self.publish(rates, window_end, ends)

@@ -43,6 +43,19 @@ def test_rate_book_reports_the_latest_complete_window():
     assert book.rates(T0, [("t", 0)]) == ({}, None)
 
 
+def test_rate_book_reports_only_windows_ending_after_the_driver_started():
+    """A restarted driver is sent a window again only where new records update it: an older window would lack
+    the partitions read before the restart, so it is not reported."""
+    book = RateBook(window_s=10)
+    started = T0 + dt.timedelta(seconds=11)
+    old, new = T0 + dt.timedelta(seconds=10), T0 + dt.timedelta(seconds=12)
+    book.update([{"topic": "t", "partition": 0, "window_end": old, "bytes": 1000}])
+    assert book.rates(T0 + dt.timedelta(seconds=11), [("t", 0), ("t", 1)], after=started) == ({}, None)
+    book.update([{"topic": "t", "partition": p, "window_end": new, "bytes": 500} for p in (0, 1)])
+    rates, window_end = book.rates(T0 + dt.timedelta(seconds=13), [("t", 0), ("t", 1)], after=started)
+    assert window_end == new and rates == {("t", 0): 50.0, ("t", 1): 50.0}
+
+
 def test_log_size_book_rates_are_size_deltas_over_the_window():
     """Landau et al. §V-A: samples older than the window leave the queue; the rate is (newest − oldest size) over
     (newest − oldest time)."""
