@@ -58,14 +58,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     import msgspec
 
-    from app.codec.assign import AssignRequest
-    from app.codec.wire import decode, encode
-    from app.service.assign import Limits, answer_request
+    from app.service.assign import Limits, answer_body
     from app.settings import get_settings
 
     body = sys.stdin.buffer.read() if args.input == "-" else _read(args.input)
-    answer = answer_request(decode(msgspec.json.Decoder(AssignRequest), body), args.dense, Limits.of(get_settings()))
-    text = encode(answer)
+    text = answer_body(body, args.dense, Limits.of(get_settings()))
     sys.stdout.buffer.write(msgspec.json.format(text, indent=args.indent) if args.indent else text)
     sys.stdout.buffer.write(b"\n")
     return 0

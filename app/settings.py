@@ -59,6 +59,12 @@ class Settings(BaseSettings):
     compute_inline_partitions: int = Field(
         1000, ge=0, description="requests of a cheap algorithm up to this size are computed in the request's process"
     )
+    compute_inline_compiled: int = Field(
+        20_000,
+        ge=0,
+        description="requests the compiled core reads and solves up to this size (partitions, previous partitions "
+        "and members) are computed on the event loop (a few milliseconds at most); larger ones on a thread",
+    )
     compute_worker_memory_mb: int = Field(
         2048, ge=256, description="address-space limit of each worker process (a request over it fails alone)"
     )

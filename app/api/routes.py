@@ -13,7 +13,6 @@ from starlette.responses import Response
 
 from app.api import examples
 from app.api.auth import Authenticated, ReadableGroup, WritableGroup
-from app.codec.assign import AssignRequest
 from app.codec.groups import AlgorithmInfo, AlgorithmList, Health, RatesUpdate
 from app.codec.wire import decode, encode
 from app.core.algorithm import algorithms
@@ -24,9 +23,6 @@ from app.service.groups import GroupService
 
 router = APIRouter()
 
-UNIQUE_KEYS_INLINE_BYTES = 64 * 1024
-
-_ASSIGN = msgspec.json.Decoder(AssignRequest)
 _RATES = msgspec.json.Decoder(RatesUpdate)
 
 
@@ -171,15 +167,11 @@ async def assign(
     ] = None,
 ) -> Response:
     body = await _read_body(request)
-    # a large body's duplicate-key check (as costly as its decoding) is left to the compute worker
-    small = len(body) <= UNIQUE_KEYS_INLINE_BYTES
-    assign_request = decode(_ASSIGN, body, unique_keys=small)
+    service: AssignService = request.app.state.assigner
+    assign_request, bulk = await service.decode(body, delta == "dense", idempotency_key)
     request.state.group, request.state.algorithm = assign_request.group, assign_request.algorithm  # for the log
     grant.check(assign_request.group, write=bool(assign_request.group) and not assign_request.dry_run)
-    service: AssignService = request.app.state.assigner
-    return _json(
-        await service.assign(assign_request, delta == "dense", idempotency_key, _gone(request), None if small else body)
-    )
+    return _json(await service.assign(assign_request, delta == "dense", idempotency_key, _gone(request), body, bulk))
 
 
 @_endpoint(

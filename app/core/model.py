@@ -209,8 +209,7 @@ def build_problem(
 ) -> Problem:
     """Validate the semantic rules of a request (types are the caller's parser's job). The consumers it
     implies (⌈Σ rate / C⌉, and the members) are checked against `max_consumers` before anything is built."""
-    if not _positive(capacity):
-        raise AssignmentError("invalid_capacity", f"capacity must be a finite number above 0, got {capacity!r}.")
+    check_capacity(capacity)
     keys = list(keys)
     rates = list(rates)
     lags = [None] * len(keys) if lags is None else list(lags)
@@ -222,11 +221,21 @@ def build_problem(
         rates = [float(rate) for rate in rates]
         validate_partitions(keys, rates, lags)
         previous_doc = _checked_previous(previous)
-    consumers_implied(math.fsum(rates) / capacity, max_consumers, "Σ rate / capacity")
-    if members is not None and len(members) > max_consumers:
-        consumers_implied(len(members), max_consumers, "the member count")
+    check_scale(math.fsum(rates), capacity, None if members is None else len(members), max_consumers)
     member_list, own = _members(members, member_capacities, capacity)
     return Problem(keys, rates, lags, float(capacity), previous_doc, member_list, own, max_consumers)
+
+
+def check_capacity(capacity: float) -> None:
+    if not _positive(capacity):
+        raise AssignmentError("invalid_capacity", f"capacity must be a finite number above 0, got {capacity!r}.")
+
+
+def check_scale(total_rate: float, capacity: float, member_count: int | None, max_consumers: int) -> None:
+    """The consumers a request implies (⌈Σ rate / C⌉, and its members) within `max_consumers`."""
+    consumers_implied(total_rate / capacity, max_consumers, "Σ rate / capacity")
+    if member_count is not None and member_count > max_consumers:
+        consumers_implied(member_count, max_consumers, "the member count")
 
 
 def _checked_previous(previous: Mapping[str, Sequence[PartitionKey]]) -> dict[str, list[PartitionKey]]:

@@ -11,13 +11,17 @@ require the same outcome from both.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
+    from groupfit_native import Bulk
+
     from app.core.model import PartitionKey, Problem
 
+_extension: ModuleType | None
 try:
     import groupfit_native as _extension
 except ImportError:  # no compiler where groupfit was installed: the reference core runs everything
@@ -66,16 +70,44 @@ def solve(problem: Problem, name: str, params: BaseModel | None) -> tuple[Any, .
 
         check(problem, params)  # type: ignore[arg-type]
     try:
-        return _extension.solve(
-            name,
+        bulk = _extension.from_objects(
             problem.keys,
             problem.rates,
-            problem.lags,
-            problem.capacity,
+            problem.lags if name == "least-loaded" else None,
             problem.previous,
             problem.members,
             problem.member_capacities,
-            params.model_dump() if params is not None else {},
         )
     except (TypeError, OverflowError):  # values the arrays cannot hold (a partition number beyond 64 bits, …)
         return None
+    if bulk is None:
+        return None
+    return tuple(bulk.solve(name, problem.capacity, params.model_dump() if params is not None else {}).parts())
+
+
+def parse_assign(body: bytes) -> tuple[bytes, Bulk] | None:
+    """An assignment request's JSON → (the JSON of its fields other than partitions, previous and members,
+    for the codec to decode; those three on arrays), or None where the reference decoder must read it: the
+    compiled reader takes only what the reference would accept, meaning the same (native/src/input.rs)."""
+    if _extension is None:
+        return None
+    return _extension.parse_assign(body)
+
+
+def solve_bulk(bulk: Bulk, name: str, capacity: float, params: BaseModel | None, max_consumers: int) -> tuple[Any, int]:
+    """(the compiled Solution, the lower bound ⌈Σ rate / C⌉) of a request read by `parse_assign`, after the
+    checks `build_problem` and the algorithm make (here on the totals, summed as the reference sums them), in
+    the same order, with the same errors."""
+    from app.core.algorithms.least_loaded import LeastLoadedParams, check_totals
+    from app.core.model import check_capacity, check_scale, consumers_implied
+
+    check_capacity(capacity)
+    planning = params if isinstance(params, LeastLoadedParams) else None
+    total_rate, lag_sum, planned_sum = bulk.totals(
+        planning.rebalance_s if planning else 0.0, planning.plan_rebalance_lag if planning else False
+    )
+    check_scale(total_rate, capacity, bulk.member_count, max_consumers)
+    if planning is not None:
+        check_totals(capacity, total_rate, lag_sum, planned_sum, planning, max_consumers)
+    solution = bulk.solve(name, float(capacity), params.model_dump() if params is not None else {})
+    return solution, consumers_implied(total_rate / capacity, max_consumers, "Σ rate / capacity")

@@ -3,12 +3,14 @@ next version by compare-and-set, with its history entry and idempotency record."
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import msgspec
+from pydantic import BaseModel
 
 from app.codec.assign import (
     AssignRequest,
@@ -16,14 +18,15 @@ from app.codec.assign import (
     Move,
     answer_of,
     capacity_of,
+    decode_assign,
     previous_of,
     problem_of,
     with_version,
 )
 from app.codec.groups import HISTORY_MOVES
-from app.codec.wire import PartitionRate, check_unique_keys, convert, encode
+from app.codec.wire import PartitionRate, check_unique_keys, convert, encode, wired
 from app.core import native
-from app.core.algorithm import get_algorithm
+from app.core.algorithm import Algorithm, get_algorithm
 from app.core.assign import Outcome, solve
 from app.core.errors import AssignmentError, ErrorCode
 from app.core.model import MAX_CONSUMERS, PartitionKey, within
@@ -31,6 +34,12 @@ from app.service.clock import now
 from app.service.compute import ComputePool
 from app.settings import Settings
 from app.store.groups import GroupStore, Replay, StoredGroup
+
+if TYPE_CHECKING:
+    from groupfit_native import Bulk
+
+UNIQUE_KEYS_INLINE_BYTES = 64 * 1024
+"""Bodies up to this size are checked for duplicate keys on the event loop; larger ones where they are computed."""
 
 CHEAP_ALGORITHMS = frozenset(
     {
@@ -95,20 +104,7 @@ def compute(
     limits: Limits,
 ) -> tuple[Outcome, AssignResponse, float]:
     """The pure part: validate, solve, build the answer (and the seconds the algorithm took). No store, no HTTP."""
-    if len(partitions) > limits.max_partitions:
-        raise AssignmentError(
-            ErrorCode.TOO_MANY_PARTITIONS,
-            f"{len(partitions)} partitions is more than this service takes ({limits.max_partitions}); split the group.",
-        )
-    algorithm = get_algorithm(request.algorithm)
-    params = algorithm.parse_params(request.params)
-    budget = getattr(params, "time_limit_ms", None)
-    if budget is not None and limits.max_time_limit_ms is not None and budget > limits.max_time_limit_ms:
-        raise AssignmentError(
-            ErrorCode.INVALID_PARAMETER,
-            f"time_limit_ms {budget} is above this service's limit ({limits.max_time_limit_ms}); ask for less.",
-            {"max_time_limit_ms": limits.max_time_limit_ms},
-        )
+    algorithm, params = _algorithm_of(request, len(partitions), limits)
     problem = problem_of(request, partitions, previous, capacity, limits.max_consumers)
     started = time.perf_counter()
     outcome = solve(problem, algorithm, params, limits.native)
@@ -120,6 +116,59 @@ def compute(
             "use the sparse delta (the default).",
         )
     return outcome, answer_of(outcome, dense), seconds
+
+
+def _algorithm_of(request: AssignRequest, partitions: int, limits: Limits) -> tuple[Algorithm, BaseModel | None]:
+    """The request's algorithm and parameters, within the service's limits."""
+    if partitions > limits.max_partitions:
+        raise AssignmentError(
+            ErrorCode.TOO_MANY_PARTITIONS,
+            f"{partitions} partitions is more than this service takes ({limits.max_partitions}); split the group.",
+        )
+    algorithm = get_algorithm(request.algorithm)
+    params = algorithm.parse_params(request.params)
+    budget = getattr(params, "time_limit_ms", None)
+    if budget is not None and limits.max_time_limit_ms is not None and budget > limits.max_time_limit_ms:
+        raise AssignmentError(
+            ErrorCode.INVALID_PARAMETER,
+            f"time_limit_ms {budget} is above this service's limit ({limits.max_time_limit_ms}); ask for less.",
+            {"max_time_limit_ms": limits.max_time_limit_ms},
+        )
+    return algorithm, params
+
+
+def compute_compiled(
+    request: AssignRequest, bulk: Bulk, capacity: float, group: str | None, limits: Limits
+) -> Computed:
+    """`compute` and `run_job` for a request the compiled core read (`decode_assign`): the same checks in the
+    same order, and the answer (sparse delta) and the stored assignment written by the compiled core."""
+    algorithm, params = _algorithm_of(request, bulk.size, limits)
+    started = time.perf_counter()
+    solution, lower_bound = native.solve_bulk(bulk, algorithm.name, capacity, params, limits.max_consumers)
+    seconds = time.perf_counter() - started
+    used, moves, moved_rate, top, overloaded, rscore = solution.summary(HISTORY_MOVES)
+    return Computed(
+        solution.answer(algorithm.name, lower_bound, encode(wired(solution.outputs())), encode(group)),
+        solution.stored(),
+        algorithm.name,
+        float(capacity),
+        rscore,
+        used,
+        lower_bound,
+        moves,
+        moved_rate,
+        [Move(*move) for move in top],
+        overloaded,
+        seconds,
+    )
+
+
+def answer_body(body: bytes, dense: bool, limits: Limits) -> bytes:
+    """What `groupfit assign` prints: the answer to a request that describes everything (no stored state)."""
+    request, bulk = decode_assign(body, limits.native and not dense)
+    if bulk is not None:
+        return compute_compiled(request, bulk, capacity_of(request), None, limits).answer
+    return encode(answer_request(request, dense, limits))
 
 
 class AssignJob(msgspec.Struct, array_like=True):
@@ -199,8 +248,20 @@ class AssignService:
         self.store = store
         self.limits = Limits.of(settings)
         self.inline_partitions = settings.compute_inline_partitions
+        self.inline_compiled = settings.compute_inline_compiled
         self.pool = pool
         self.observer = observer
+
+    async def decode(self, body: bytes, dense: bool, idempotency_key: str | None) -> tuple[AssignRequest, Bulk | None]:
+        """The request, its partitions, previous assignment and members read by the compiled core where it
+        runs (not for a dense delta, nor with an Idempotency-Key, whose fingerprint is of the decoded request).
+        A large body is read on a thread, the GIL released, so the event loop goes on meanwhile."""
+        small = len(body) <= UNIQUE_KEYS_INLINE_BYTES
+        compiled = self.limits.native and not dense and not idempotency_key
+        if compiled and not small:
+            return await asyncio.to_thread(decode_assign, body, compiled, False)
+        # a large body's duplicate-key check (as costly as its decoding) is left to the compute worker
+        return decode_assign(body, compiled, unique_keys=small)
 
     async def assign(
         self,
@@ -208,12 +269,14 @@ class AssignService:
         dense: bool,
         idempotency_key: str | None,
         gone: Callable[[], Awaitable[object]] | None = None,
-        body: bytes | None = None,
+        body: bytes = b"",
+        bulk: Bulk | None = None,
     ) -> bytes:
         """The answer as JSON: computed, and stored as the group's next version when a group is named (not on
         a dry run). A retry with the same Idempotency-Key and request gets the first answer again. `gone`
-        returns when the client has gone away (its computation is then stopped); `body`, the request as
-        sent when its duplicate keys are still to be checked."""
+        returns when the client has gone away (its computation is then stopped); `body`, the request as sent
+        (its duplicate keys are still to be checked when it is large and msgspec decoded it); `bulk`, its partitions, previous
+        assignment and members when the compiled core read them (`decode`)."""
         group, store = request.group, self.store
         get_algorithm(request.algorithm)  # an unknown name fails here, before any wait for a worker
         fingerprint = ""  # of the request an Idempotency-Key stands for; only computed when it is stored
@@ -223,17 +286,14 @@ class AssignService:
             if replay is not None:
                 return _replayed(replay, fingerprint)
         stored = await store.get(group) if group else None
-        partitions = request.partitions
-        if partitions is None:
-            partitions = await self._stored_rates(group)
-        previous = previous_of(request)
-        if previous is None:
-            previous = stored.assignment if stored else {}
+        if bulk is not None and not bulk.has_previous and stored and not bulk.set_previous(stored.assignment):
+            # stored ids the compiled core cannot rank: the whole request goes the reference's way
+            request, bulk = decode_assign(body, False, unique_keys=len(body) <= UNIQUE_KEYS_INLINE_BYTES)
         capacity = capacity_of(request, stored.capacity if stored else None)
-        # the partitions and previous assignment travel once, beside the request
-        lean = msgspec.structs.replace(request, partitions=None, previous=None)
-        job = AssignJob(lean, list(partitions), previous, capacity, dense, self.limits, body or b"")
-        computed = await self.run(job, gone)
+        if bulk is not None:
+            computed = await self._compiled(request, bulk, capacity)
+        else:
+            computed = await self.run(await self._job(request, stored, capacity, dense, body), gone)
         if self.observer is not None:
             self.observer.computed(computed.algorithm, computed.seconds)
         if not group or request.dry_run:
@@ -241,6 +301,27 @@ class AssignService:
                 self.observer.answered(computed.algorithm, "dry_run" if request.dry_run else "stateless")
             return computed.answer
         return await self._store_version(request, group, stored, computed, idempotency_key, fingerprint)
+
+    async def _job(
+        self, request: AssignRequest, stored: StoredGroup | None, capacity: float, dense: bool, body: bytes
+    ) -> AssignJob:
+        partitions = request.partitions
+        if partitions is None:
+            partitions = await self._stored_rates(request.group)
+        previous = previous_of(request)
+        if previous is None:
+            previous = stored.assignment if stored else {}
+        # the partitions and previous assignment travel once, beside the request
+        lean = msgspec.structs.replace(request, partitions=None, previous=None)
+        unchecked = body if len(body) > UNIQUE_KEYS_INLINE_BYTES else b""  # its duplicate keys: checked there
+        return AssignJob(lean, list(partitions), previous, capacity, dense, self.limits, unchecked)
+
+    async def _compiled(self, request: AssignRequest, bulk: Bulk, capacity: float) -> Computed:
+        """A request the compiled core read: on the event loop when small (well under a millisecond), else on
+        one of the pool's threads, the GIL released."""
+        if bulk.work <= self.inline_compiled:
+            return compute_compiled(request, bulk, capacity, request.group, self.limits)
+        return await self.pool.run_in_thread(compute_compiled, request, bulk, capacity, request.group, self.limits)
 
     async def run(self, job: AssignJob, gone: Callable[[], Awaitable[object]] | None = None) -> Computed:
         """The computation: on the event loop when it is cheap and small, else in a compute worker."""

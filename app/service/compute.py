@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import contextlib
 import importlib
 import logging
@@ -32,13 +33,14 @@ import subprocess
 import sys
 import traceback
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from app.core.errors import AssignmentError, ErrorCode
 
 log = logging.getLogger("groupfit")
 
 Job = Callable[[bytes], bytes]
+T = TypeVar("T")
 
 _LENGTH = struct.Struct("!Q")
 _OK, _REFUSED, _OUT_OF_MEMORY, _FAILED = range(4)
@@ -66,9 +68,9 @@ class ComputePool:
         self._admitted = 0  # requests running or waiting
         self._replacing: set[asyncio.Task[None]] = set()
         self._closed = False
+        self._threads = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="compute")
 
-    async def run(self, job: Job, payload: bytes, gone: Callable[[], Awaitable[Any]] | None = None) -> bytes:
-        """`job(payload)` in a worker, within the deadline; `gone()` returns when the client has gone away."""
+    def _admit(self) -> None:
         if self._admitted >= self.workers + self.queue:
             raise AssignmentError(
                 ErrorCode.COMPUTE_BUSY,
@@ -76,6 +78,32 @@ class ComputePool:
                 {"workers": self.workers, "queue": self.queue},
             )
         self._admitted += 1
+
+    async def run_in_thread(self, call: Callable[..., T], *args: Any) -> T:
+        """`call(*args)` on one of `workers` threads, admitted and refused as the workers' jobs are: for work
+        that releases the GIL (the compiled core), so it needs no process of its own. A thread cannot be
+        stopped: past the deadline the request gets 504 and the result is dropped when the work ends (the
+        compiled algorithms' work is bounded by the request's size)."""
+        self._admit()
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                return await asyncio.get_running_loop().run_in_executor(self._threads, call, *args)
+        except TimeoutError:
+            raise self._timed_out() from None
+        finally:
+            self._admitted -= 1
+
+    def _timed_out(self) -> AssignmentError:
+        return AssignmentError(
+            ErrorCode.COMPUTE_TIMEOUT,
+            f"the computation did not finish within {self.timeout_s:g} s and was stopped; send a smaller "
+            "request, a faster algorithm or a lower time_limit_ms.",
+            {"timeout_s": self.timeout_s},
+        )
+
+    async def run(self, job: Job, payload: bytes, gone: Callable[[], Awaitable[Any]] | None = None) -> bytes:
+        """`job(payload)` in a worker, within the deadline; `gone()` returns when the client has gone away."""
+        self._admit()
         try:
             worker = await self._first_start()  # a worker's start is not the request's computation
             async with asyncio.timeout(self.timeout_s):
@@ -83,12 +111,7 @@ class ComputePool:
                     worker = await self._checkout()
                 status, value = await self._call(worker, f"{job.__module__}:{job.__name__}", payload, gone)
         except TimeoutError:
-            raise AssignmentError(
-                ErrorCode.COMPUTE_TIMEOUT,
-                f"the computation did not finish within {self.timeout_s:g} s and was stopped; send a smaller "
-                "request, a faster algorithm or a lower time_limit_ms.",
-                {"timeout_s": self.timeout_s},
-            ) from None
+            raise self._timed_out() from None
         finally:
             self._admitted -= 1
         if status == _OK:
@@ -214,6 +237,7 @@ class ComputePool:
 
     async def close(self) -> None:
         self._closed = True
+        self._threads.shutdown(wait=False, cancel_futures=True)
         for task in list(self._replacing):
             task.cancel()
         for worker in self._all:

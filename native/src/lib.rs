@@ -1,23 +1,27 @@
-//! groupfit's compiled core: the Python side hands over the problem as it holds it (keys, rates, the
-//! previous assignment), this module maps ids to integers once, runs the algorithm on arrays (without the
-//! GIL) and returns the outcome's parts as Python objects. `app/core` is the reference it must equal.
+//! groupfit's compiled core. A request's partitions, previous assignment and members become arrays once
+//! (`Bulk`: read from the request's JSON by `parse_assign`, or from the reference's Problem by
+//! `from_objects`); `Bulk.solve` runs an algorithm on them without the GIL, and the `Solution` writes the
+//! answer's JSON itself or hands the outcome's parts to Python. `app/core` is the reference it must equal.
 
+mod answer;
 mod bins;
 mod consumers;
 mod fit;
+mod input;
 mod least_loaded;
 mod natural;
 mod problem;
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyFloat, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyFloat, PyList, PyString, PyTuple};
 
-use consumers::{Consumers, NONE};
-use problem::{Outputs, Problem};
+use answer::Names;
+use consumers::Consumers;
+use std::collections::HashMap;
+
+use input::{Index, Input};
+use problem::{Outcome, Outputs, Problem};
 
 /// The algorithms this core runs; any other falls back to the reference.
 const ALGORITHMS: [&str; 13] = [
@@ -36,87 +40,58 @@ const ALGORITHMS: [&str; 13] = [
     "least-loaded",
 ];
 
-/// FxHash (rustc's): keys here are small integers, and SipHash's DoS resistance is not needed for them.
-#[derive(Default)]
-struct Fx(u64);
-impl Hasher for Fx {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            self.write_u64(u64::from_le_bytes(chunk.try_into().unwrap()));
-        }
-        let mut last = [0u8; 8];
-        let rest = chunks.remainder();
-        last[..rest.len()].copy_from_slice(rest);
-        self.write_u64(u64::from_le_bytes(last) ^ (rest.len() as u64) << 56);
-    }
-    fn write_u8(&mut self, i: u8) {
-        self.write_u64(i as u64);
-    }
-    fn write_usize(&mut self, i: usize) {
-        self.write_u64(i as u64);
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.write_u64(i as u64);
-    }
-    fn write_i64(&mut self, i: i64) {
-        self.write_u64(i as u64);
-    }
-    fn write_u64(&mut self, i: u64) {
-        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<Fx>>;
-
-/// Topics as small integers, remembering the last topic object (keys come grouped by topic).
-/// (Every key object stays alive for the whole call, so an object's address names it.)
+/// Topics as small integers while reading Python keys, remembering the last topic object (keys come
+/// grouped by topic; every key object stays alive for the whole call, so an object's address names it).
 struct Topics {
-    ids: FxMap<String, u32>,
+    ids: HashMap<String, u32>,
     names: Vec<String>,
     last: (*mut pyo3::ffi::PyObject, u32),
 }
 
 impl Topics {
-    fn key(&mut self, key: &Bound<'_, PyAny>, add: bool) -> PyResult<Option<(u32, i64)>> {
+    fn new() -> Self {
+        Topics {
+            ids: HashMap::new(),
+            names: vec![],
+            last: (std::ptr::null_mut(), 0),
+        }
+    }
+
+    fn key(&mut self, key: &Bound<'_, PyAny>) -> PyResult<(u32, i64)> {
         let tuple = key.downcast::<PyTuple>()?;
         let topic = tuple.get_borrowed_item(0)?;
         let partition: i64 = tuple.get_borrowed_item(1)?.extract()?;
         let ptr = topic.as_ptr();
         if ptr == self.last.0 {
-            return Ok(Some((self.last.1, partition)));
+            return Ok((self.last.1, partition));
         }
         let name = topic.downcast::<PyString>()?.to_str()?;
         let id = match self.ids.get(name) {
             Some(&id) => id,
-            None if add => {
+            None => {
                 let id = self.names.len() as u32;
                 self.ids.insert(name.to_owned(), id);
                 self.names.push(name.to_owned());
                 id
             }
-            None => return Ok(None),
         };
         self.last = (ptr, id);
-        Ok(Some((id, partition)))
+        Ok((id, partition))
     }
 }
 
-fn name_of<'py>(
-    py: Python<'py>,
-    strings: &mut Vec<Option<Bound<'py, PyString>>>,
-    consumers: &Consumers,
-    c: u32,
-) -> Bound<'py, PyString> {
-    let c = c as usize;
-    if strings.len() < consumers.len() {
-        strings.resize(consumers.len(), None);
+/// A request's partitions, previous assignment and members on arrays, ready to solve once.
+#[pyclass(module = "groupfit_native")]
+struct Bulk {
+    input: Option<Input>,
+}
+
+impl Bulk {
+    fn input(&self) -> PyResult<&Input> {
+        self.input
+            .as_ref()
+            .ok_or_else(|| PyRuntimeError::new_err("this request was solved already"))
     }
-    strings[c]
-        .get_or_insert_with(|| PyString::new(py, &consumers.names[c]))
-        .clone()
 }
 
 fn get<'py, T: FromPyObject<'py>>(params: &Bound<'py, PyDict>, name: &str) -> PyResult<Option<T>> {
@@ -126,265 +101,343 @@ fn get<'py, T: FromPyObject<'py>>(params: &Bound<'py, PyDict>, name: &str) -> Py
     }
 }
 
-/// (topic, partition) → partition index: a table per topic whose partition numbers are dense (Kafka numbers
-/// them 0..n-1), a hash map for the others.
-struct Index {
-    dense: Vec<Vec<u32>>,
-    sparse: FxMap<(u32, i64), u32>,
-}
-
-impl Index {
-    fn new(parsed: &[(u32, i64)], topics: usize) -> Self {
-        let mut count = vec![0usize; topics];
-        let mut low = vec![i64::MAX; topics];
-        let mut high = vec![-1i64; topics];
-        for &(t, p) in parsed {
-            let t = t as usize;
-            count[t] += 1;
-            low[t] = low[t].min(p);
-            high[t] = high[t].max(p);
-        }
-        let mut dense: Vec<Vec<u32>> = (0..topics)
-            .map(|t| {
-                let fits = low[t] >= 0 && (high[t] as usize) < 2 * count[t] + 16;
-                if fits {
-                    vec![NONE; high[t] as usize + 1]
-                } else {
-                    vec![]
-                }
-            })
-            .collect();
-        let mut sparse = FxMap::default();
-        for (j, &(t, p)) in parsed.iter().enumerate() {
-            let table = &mut dense[t as usize];
-            if table.is_empty() {
-                sparse.insert((t, p), j as u32);
-            } else {
-                table[p as usize] = j as u32;
-            }
-        }
-        Index { dense, sparse }
+#[pymethods]
+impl Bulk {
+    /// The number of partitions.
+    #[getter]
+    fn size(&self) -> PyResult<usize> {
+        Ok(self.input()?.keys.len())
     }
 
-    fn get(&self, (t, p): (u32, i64)) -> Option<u32> {
-        let table = &self.dense[t as usize];
-        if table.is_empty() {
-            return self.sparse.get(&(t, p)).copied();
-        }
-        let j = *table.get(usize::try_from(p).ok()?)?;
-        (j != NONE).then_some(j)
+    /// Whether the request gave the previous assignment.
+    #[getter]
+    fn has_previous(&self) -> PyResult<bool> {
+        Ok(self.input()?.previous.is_some())
     }
-}
 
-/// Solve one rebalance; None when this core does not run the algorithm or cannot order these consumer ids
-/// exactly as the reference does (non-ASCII ids, digit runs with leading zeros).
-#[pyfunction]
-#[pyo3(signature = (algorithm, keys, rates, lags, capacity, previous, members, member_capacities, params))]
-#[allow(clippy::too_many_arguments)]
-fn solve<'py>(
-    py: Python<'py>,
-    algorithm: &str,
-    keys: &Bound<'py, PyList>,
-    rates: Vec<f64>,
-    lags: &Bound<'py, PyList>,
-    capacity: f64,
-    previous: &Bound<'py, PyDict>,
-    members: Option<&Bound<'py, PyList>>,
-    member_capacities: &Bound<'py, PyDict>,
-    params: &Bound<'py, PyDict>,
-) -> PyResult<Option<Bound<'py, PyTuple>>> {
-    if !ALGORITHMS.contains(&algorithm) {
-        return Ok(None);
+    /// The number of members given, None in autoscale mode.
+    #[getter]
+    fn member_count(&self) -> PyResult<Option<usize>> {
+        Ok(self.input()?.members.as_ref().map(Vec::len))
     }
-    let n = keys.len();
-    // consumer ids: the previous consumers, then the members not among them
-    let mut strings: Vec<Option<Bound<'py, PyString>>> = vec![];
-    let mut names: Vec<String> = vec![];
-    let mut consumer_of: HashMap<String, u32> = HashMap::new();
-    let mut intern = |name: Bound<'py, PyString>,
-                      strings: &mut Vec<Option<Bound<'py, PyString>>>|
-     -> PyResult<Option<u32>> {
-        let text = name.to_str()?;
-        if let Some(&c) = consumer_of.get(text) {
-            return Ok(Some(c));
-        }
-        if !natural::supported(text) {
-            return Ok(None);
-        }
-        let c = names.len() as u32;
-        consumer_of.insert(text.to_owned(), c);
-        names.push(text.to_owned());
-        strings.push(Some(name));
-        Ok(Some(c))
-    };
-    let mut previous_ids = vec![];
-    for consumer in previous.keys() {
-        match intern(consumer.downcast_into::<PyString>()?, &mut strings)? {
-            Some(c) => previous_ids.push(c),
-            None => return Ok(None),
-        }
+
+    /// Partitions, previous partitions and members: the request's size, as the service counts it.
+    #[getter]
+    fn work(&self) -> PyResult<usize> {
+        let input = self.input()?;
+        let previous = input.previous.as_ref().map_or(0, |p| {
+            p.held.iter().map(Vec::len).sum::<usize>() + p.gone.len()
+        });
+        Ok(input.keys.len() + previous + input.members.as_ref().map_or(0, Vec::len))
     }
-    let mut member_ids = None;
-    if let Some(members) = members {
-        let mut ids = vec![];
-        for m in members.iter() {
-            match intern(m.downcast_into::<PyString>()?, &mut strings)? {
-                Some(c) => ids.push(c),
-                None => return Ok(None),
-            }
-        }
-        member_ids = Some(ids);
-    }
-    let mut own = vec![capacity; names.len()];
-    for (name, value) in member_capacities.iter() {
-        let name: String = name.extract()?;
-        if let Some(&c) = consumer_of.get(&name) {
-            own[c as usize] = value.extract()?;
-        }
-    }
-    // partitions: (topic, partition) → index, and the (topic, partition) order
-    let key_items: Vec<Bound<'py, PyAny>> = keys.iter().collect();
-    let mut topics = Topics {
-        ids: FxMap::default(),
-        names: vec![],
-        last: (std::ptr::null_mut(), 0),
-    };
-    let mut parsed = Vec::with_capacity(n);
-    for key in &key_items {
-        parsed.push(topics.key(key, true)?.unwrap());
-    }
-    let index = Index::new(&parsed, topics.names.len());
-    let mut topic_order: Vec<u32> = (0..topics.names.len() as u32).collect();
-    topic_order.sort_by(|&a, &b| topics.names[a as usize].cmp(&topics.names[b as usize]));
-    let mut key_rank = vec![0u32; n];
-    let mut rank = 0u32;
-    let mut sparse: Vec<Vec<(i64, u32)>> = vec![vec![]; topics.names.len()];
-    for (&(t, p), &j) in &index.sparse {
-        sparse[t as usize].push((p, j));
-    }
-    for &t in &topic_order {
-        let table = &index.dense[t as usize];
-        if table.is_empty() {
-            let run = &mut sparse[t as usize];
-            run.sort_unstable();
-            for &(_, j) in run.iter() {
-                key_rank[j as usize] = rank;
-                rank += 1;
-            }
+
+    /// (math.fsum of the rates, sum of lags (none as 0), sum of the lags planned for a rebalance of
+    /// `rebalance_s` when `plan`): the totals the reference checks before it solves, summed as it sums them.
+    fn totals(&self, rebalance_s: f64, plan: bool) -> PyResult<(f64, f64, f64)> {
+        let input = self.input()?;
+        let lags = input.lags.iter().map(|l| l.unwrap_or(0.0));
+        let lag_sum = lags.clone().fold(0.0, |s, l| s + l);
+        let planned = if plan {
+            lags.zip(&input.rates)
+                .fold(0.0, |s, (l, &r)| s + (l + r * rebalance_s))
         } else {
-            for &j in table.iter().filter(|&&j| j != NONE) {
-                key_rank[j as usize] = rank;
-                rank += 1;
-            }
-        }
-    }
-    // the previous assignment
-    let mut previous_owner = vec![NONE; n];
-    let mut previous_held = vec![];
-    let mut gone = vec![];
-    let mut gone_keys: Vec<Bound<'py, PyAny>> = vec![];
-    for (i, held) in previous.values().iter().enumerate() {
-        let c = previous_ids[i];
-        let held = held.downcast_into::<PyList>()?;
-        let mut kept = Vec::with_capacity(held.len());
-        for key in held.iter() {
-            let j = topics.key(&key, false)?.and_then(|k| index.get(k));
-            match j {
-                Some(j) => {
-                    previous_owner[j as usize] = c;
-                    kept.push(j);
-                }
-                None => {
-                    gone.push(c);
-                    gone_keys.push(key.clone());
-                }
-            }
-        }
-        previous_held.push(kept);
-    }
-    let lags: Vec<Option<f64>> = if algorithm == "least-loaded" {
-        lags.extract()?
-    } else {
-        vec![]
-    };
-    let budget = (
-        get::<f64>(params, "max_rscore")?,
-        get::<u64>(params, "max_moves")?,
-    );
-    let least_loaded_params = least_loaded::Params {
-        mu: get(params, "mu")?,
-        w_sla: get(params, "w_sla")?.unwrap_or(5.0),
-        f_up: get(params, "f_up")?.unwrap_or(0.9),
-        f_down: get(params, "f_down")?.unwrap_or(0.4),
-        rebalance_s: get(params, "rebalance_s")?.unwrap_or(5.0),
-        plan_rebalance_lag: get(params, "plan_rebalance_lag")?.unwrap_or(true),
-    };
-    let algorithm = algorithm.to_owned();
-    let members_for_table = member_ids.clone().unwrap_or_default();
-    let (outcome, consumers) = py.allow_threads(move || {
-        let consumers = Consumers::new(names, own, &members_for_table, capacity);
-        let mut p = Problem::new(
-            rates,
-            lags,
-            capacity,
-            consumers,
-            previous_owner,
-            previous_ids,
-            previous_held,
-            gone,
-            member_ids,
-            key_rank,
-        );
-        let placement = match algorithm.as_str() {
-            "least-loaded" => least_loaded::place(&mut p, &least_loaded_params),
-            "mwf" | "mbf" | "mwfp" | "mbfp" => {
-                let rule = if algorithm.starts_with("mw") {
-                    bins::Rule::Worst
-                } else {
-                    bins::Rule::Best
-                };
-                fit::modified_any_fit(&mut p, rule, !algorithm.ends_with('p'), budget.0, budget.1)
-            }
-            name => {
-                let rule = bins::Rule::of(match &name[..1] {
-                    "n" => "next",
-                    "f" => "first",
-                    "b" => "best",
-                    _ => "worst",
-                })
-                .unwrap();
-                fit::any_fit(&mut p, rule, name.len() == 3)
-            }
+            lag_sum
         };
-        let outcome = problem::outcome(&p, placement);
-        (outcome, p.consumers)
+        Ok((problem::fsum(input.rates.iter().copied()), lag_sum, planned))
+    }
+
+    /// Take a previous assignment (a group's stored one: consumer → list of (topic, partition)); False when
+    /// this core cannot take it (then the reference must solve).
+    fn set_previous(&mut self, previous: &Bound<'_, PyDict>) -> PyResult<bool> {
+        let input = self
+            .input
+            .as_mut()
+            .ok_or_else(|| PyRuntimeError::new_err("this request was solved already"))?;
+        previous_from_objects(input, previous)
+    }
+
+    /// Run `algorithm` (with C = `capacity` and the parameters in `params`); the request is spent.
+    fn solve(
+        &mut self,
+        py: Python<'_>,
+        algorithm: &str,
+        capacity: f64,
+        params: &Bound<'_, PyDict>,
+    ) -> PyResult<Solution> {
+        if !ALGORITHMS.contains(&algorithm) {
+            return Err(PyValueError::new_err(format!(
+                "the compiled core does not run {algorithm}"
+            )));
+        }
+        let input = self
+            .input
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("this request was solved already"))?;
+        let budget = (
+            get::<f64>(params, "max_rscore")?,
+            get::<u64>(params, "max_moves")?,
+        );
+        let least_loaded = least_loaded::Params {
+            mu: get(params, "mu")?,
+            w_sla: get(params, "w_sla")?.unwrap_or(5.0),
+            f_up: get(params, "f_up")?.unwrap_or(0.9),
+            f_down: get(params, "f_down")?.unwrap_or(0.4),
+            rebalance_s: get(params, "rebalance_s")?.unwrap_or(5.0),
+            plan_rebalance_lag: get(params, "plan_rebalance_lag")?.unwrap_or(true),
+        };
+        let algorithm = algorithm.to_owned();
+        py.allow_threads(move || solve(input, &algorithm, capacity, budget, &least_loaded))
+            .map_err(PyRuntimeError::new_err)
+    }
+}
+
+fn solve(
+    input: Input,
+    algorithm: &str,
+    capacity: f64,
+    budget: (Option<f64>, Option<u64>),
+    least_loaded_params: &least_loaded::Params,
+) -> Result<Solution, String> {
+    let Input {
+        topics,
+        keys,
+        rates,
+        lags,
+        key_rank,
+        names,
+        previous,
+        members,
+        own,
+        ..
+    } = input;
+    let mut capacities = vec![capacity; names.len()];
+    for (c, value) in own {
+        capacities[c as usize] = value;
+    }
+    let consumers = Consumers::new(names, capacities, members.as_deref().unwrap_or(&[]), capacity);
+    let previous = previous.unwrap_or_else(|| input::Previous {
+        ids: vec![],
+        held: vec![],
+        owner: vec![consumers::NONE; keys.len()],
+        gone: vec![],
+        gone_keys: vec![],
     });
-    let outcome = outcome.map_err(PyRuntimeError::new_err)?;
-    let mut name = |c: u32| name_of(py, &mut strings, &consumers, c);
-    let assignment = PyDict::new(py);
-    let loads = PyDict::new(py);
-    for ((c, held), load) in outcome.assignment.iter().zip(&outcome.loads) {
-        let id = name(*c);
-        assignment.set_item(&id, PyList::new(py, held)?)?;
-        loads.set_item(&id, *load)?;
+    let mut p = Problem::new(
+        rates,
+        lags,
+        capacity,
+        consumers,
+        previous.owner,
+        previous.ids,
+        previous.held,
+        previous.gone,
+        members,
+        key_rank,
+    );
+    let placement = match algorithm {
+        "least-loaded" => least_loaded::place(&mut p, least_loaded_params),
+        "mwf" | "mbf" | "mwfp" | "mbfp" => {
+            let rule = if algorithm.starts_with("mw") {
+                bins::Rule::Worst
+            } else {
+                bins::Rule::Best
+            };
+            fit::modified_any_fit(&mut p, rule, !algorithm.ends_with('p'), budget.0, budget.1)
+        }
+        name => {
+            let rule = bins::Rule::of(match &name[..1] {
+                "n" => "next",
+                "f" => "first",
+                "b" => "best",
+                _ => "worst",
+            })
+            .unwrap();
+            fit::any_fit(&mut p, rule, name.len() == 3)
+        }
+    };
+    let outcome = problem::outcome(&p, placement)?;
+    Ok(Solution {
+        problem: p,
+        outcome,
+        topics,
+        keys,
+        gone_keys: previous.gone_keys,
+    })
+}
+
+/// An algorithm's outcome, with what it takes to write it.
+#[pyclass(module = "groupfit_native")]
+struct Solution {
+    problem: Problem,
+    outcome: Outcome,
+    topics: Vec<String>,
+    keys: Vec<(u32, i64)>,
+    gone_keys: Vec<(u32, i64)>,
+}
+
+impl Solution {
+    fn names(&self) -> Names<'_> {
+        Names::new(
+            &self.topics,
+            &self.keys,
+            &self.gone_keys,
+            &self.problem.consumers.names,
+        )
     }
-    let sorted = PyList::new(py, outcome.sorted.iter().map(|&c| name(c)))?;
-    let owner_names: Vec<Bound<'py, PyString>> =
-        outcome.assignment.iter().map(|(c, _)| name(*c)).collect();
-    let mut slot = vec![0usize; consumers.len()];
-    for (i, (c, _)) in outcome.assignment.iter().enumerate() {
-        slot[*c as usize] = i;
+}
+
+/// Python strings made once per consumer or topic.
+struct Strings<'py, 'a> {
+    py: Python<'py>,
+    names: &'a [String],
+    made: Vec<Option<Bound<'py, PyString>>>,
+}
+
+impl<'py, 'a> Strings<'py, 'a> {
+    fn new(py: Python<'py>, names: &'a [String]) -> Self {
+        Strings {
+            py,
+            names,
+            made: vec![None; names.len()],
+        }
     }
-    let owner = PyList::new(
-        py,
-        outcome
-            .owner
+
+    fn get(&mut self, i: u32) -> Bound<'py, PyString> {
+        let (py, names) = (self.py, self.names);
+        self.made[i as usize]
+            .get_or_insert_with(|| PyString::new(py, &names[i as usize]))
+            .clone()
+    }
+}
+
+#[pymethods]
+impl Solution {
+    /// The answer's JSON as msgspec encodes AssignResponse (sparse delta, version null); `outputs` and
+    /// `group`: those fields already encoded.
+    fn answer<'py>(
+        &self,
+        py: Python<'py>,
+        algorithm: &str,
+        lower_bound: i64,
+        outputs: &[u8],
+        group: &[u8],
+    ) -> Bound<'py, PyBytes> {
+        let extra = answer::Extra {
+            algorithm,
+            lower_bound,
+            outputs,
+            group,
+        };
+        let json = py.allow_threads(|| answer::write(&self.problem, &self.outcome, &self.names(), &extra));
+        PyBytes::new(py, &json)
+    }
+
+    /// The assignment as the store keeps it (JSON).
+    fn stored<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let json = py.allow_threads(|| answer::stored(&self.outcome, &self.names()));
+        PyBytes::new(py, &json)
+    }
+
+    /// (consumers holding a partition, moves, their total rate, the `top` moves of the largest rate as
+    /// (topic, partition, from, to, rate), consumers above their capacity, Rscore) for the group's history.
+    fn summary<'py>(
+        &self,
+        py: Python<'py>,
+        top: usize,
+    ) -> PyResult<(usize, usize, f64, Bound<'py, PyList>, usize, f64)> {
+        let (p, o) = (&self.problem, &self.outcome);
+        let moved_rate = o.moved.iter().fold(0.0, |s, &j| s + p.rates[j as usize]);
+        let mut largest: Vec<usize> = (0..o.moved.len()).collect();
+        largest.sort_by(|&a, &b| {
+            let (ra, rb) = (p.rates[o.moved[a] as usize], p.rates[o.moved[b] as usize]);
+            rb.partial_cmp(&ra).unwrap()
+        });
+        let mut consumers = Strings::new(py, &p.consumers.names);
+        let mut topics = Strings::new(py, &self.topics);
+        let moves = PyList::empty(py);
+        for &i in largest.iter().take(top) {
+            let j = o.moved[i];
+            let (t, partition) = self.keys[j as usize];
+            let rate = p.rates[j as usize];
+            moves.append((
+                topics.get(t),
+                partition,
+                consumers.get(o.moved_from[i]),
+                consumers.get(o.owner[j as usize]),
+                rate,
+            ))?;
+        }
+        let overloaded = o
+            .assignment
             .iter()
-            .map(|&c| owner_names[slot[c as usize]].clone()),
-    )?;
-    let moved_from = PyList::new(py, outcome.moved_from.iter().map(|&c| name(c)))?;
-    let outputs = PyDict::new(py);
-    match &outcome.outputs {
+            .zip(&o.loads)
+            .filter(|((c, _), &load)| !bins::within(load, p.consumers.cap[*c as usize]))
+            .count();
+        let used = o.assignment.iter().filter(|(_, held)| !held.is_empty()).count();
+        Ok((used, o.moved.len(), moved_rate, moves, overloaded, o.rscore))
+    }
+
+    /// The algorithm's own outputs (a migration budget's spending, least-loaded's scaling), as Python values.
+    fn outputs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let mut consumers = Strings::new(py, &self.problem.consumers.names);
+        outputs(py, &self.outcome.outputs, &mut consumers)
+    }
+
+    /// The outcome's parts, as app.core.assign.Outcome takes them: (assignment, consumers in id order, owner,
+    /// loads, moved, moved_from, Rscore, overloaded, bins used, outputs, delta rows, columns, cells).
+    fn parts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let (p, o) = (&self.problem, &self.outcome);
+        let n = p.rates.len();
+        let mut consumers = Strings::new(py, &p.consumers.names);
+        let mut topics = Strings::new(py, &self.topics);
+        let assignment = PyDict::new(py);
+        let loads = PyDict::new(py);
+        for ((c, held), load) in o.assignment.iter().zip(&o.loads) {
+            let id = consumers.get(*c);
+            assignment.set_item(&id, PyList::new(py, held)?)?;
+            loads.set_item(&id, *load)?;
+        }
+        let sorted = PyList::new(py, o.sorted.iter().map(|&c| consumers.get(c)))?;
+        let owner = PyList::new(py, o.owner.iter().map(|&c| consumers.get(c)))?;
+        let moved_from = PyList::new(py, o.moved_from.iter().map(|&c| consumers.get(c)))?;
+        let rows = PyList::new(py, o.rows.iter().map(|&c| consumers.get(c)))?;
+        let mut key = |(t, partition): (u32, i64)| (topics.get(t), partition);
+        let columns = PyList::new(
+            py,
+            o.columns.iter().map(|&j| match (j as usize).checked_sub(n) {
+                None => key(self.keys[j as usize]),
+                Some(g) => key(self.gone_keys[g]),
+            }),
+        )?;
+        let cells = PyList::new(py, o.cells.iter().map(|&(r, c, v)| (r, c, v as i64)))?;
+        Ok(PyTuple::new(
+            py,
+            [
+                assignment.into_any(),
+                sorted.into_any(),
+                owner.into_any(),
+                loads.into_any(),
+                PyList::new(py, &o.moved)?.into_any(),
+                moved_from.into_any(),
+                o.rscore.into_pyobject(py)?.into_any(),
+                PyList::new(py, &o.overloaded)?.into_any(),
+                o.bins_used.into_pyobject(py)?.into_any(),
+                outputs(py, &o.outputs, &mut consumers)?.into_any(),
+                rows.into_any(),
+                columns.into_any(),
+                cells.into_any(),
+            ],
+        )?)
+    }
+}
+
+fn outputs<'py>(
+    py: Python<'py>,
+    outputs: &Outputs,
+    consumers: &mut Strings<'py, '_>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    match outputs {
         Outputs::None => {}
         Outputs::Budget {
             max_rscore,
@@ -400,10 +453,10 @@ fn solve<'py>(
             budget.set_item("rscore", rscore)?;
             budget.set_item("moves", moves)?;
             budget.set_item("refused_moves", refused)?;
-            outputs.set_item("budget", budget)?;
-            outputs.set_item(
+            dict.set_item("budget", budget)?;
+            dict.set_item(
                 "overloaded_consumers",
-                PyList::new(py, overloaded.iter().map(|&c| name(c)))?,
+                PyList::new(py, overloaded.iter().map(|&c| consumers.get(c)))?,
             )?;
         }
         Outputs::LeastLoaded {
@@ -413,50 +466,87 @@ fn solve<'py>(
             rate_capacity,
             lag_capacity,
         } => {
-            outputs.set_item("scale_action", action)?;
-            outputs.set_item("consumers_before", before)?;
-            outputs.set_item("consumers_after", after)?;
-            outputs.set_item("rate_capacity", rate_capacity)?;
-            outputs.set_item("lag_capacity", lag_capacity)?;
+            dict.set_item("scale_action", action)?;
+            dict.set_item("consumers_before", before)?;
+            dict.set_item("consumers_after", after)?;
+            dict.set_item("rate_capacity", rate_capacity)?;
+            dict.set_item("lag_capacity", lag_capacity)?;
         }
     }
-    let rows = PyList::new(py, outcome.rows.iter().map(|&c| name(c)))?;
-    let columns = PyList::new(
-        py,
-        outcome.columns.iter().map(|&j| {
-            if (j as usize) < n {
-                key_items[j as usize].clone()
-            } else {
-                gone_keys[j as usize - n].clone()
-            }
-        }),
-    )?;
-    let cells = PyList::new(
-        py,
-        outcome
-            .cells
+    Ok(dict)
+}
+
+/// An assignment request's JSON → (its other fields' JSON, for msgspec; its partitions, previous assignment
+/// and members on arrays), or None where the reference must decode it (see input.rs).
+#[pyfunction]
+fn parse_assign<'py>(py: Python<'py>, body: &[u8]) -> Option<(Bound<'py, PyBytes>, Bulk)> {
+    let (rest, input) = py.allow_threads(|| input::parse(body))?;
+    Some((PyBytes::new(py, &rest), Bulk { input: Some(input) }))
+}
+
+/// The reference Problem's partitions (validated by it), previous assignment and members on arrays; None
+/// where this core cannot order the consumer ids exactly as the reference does (non-ASCII ids, digit runs
+/// with leading zeros). `lags`: None when the algorithm does not read them.
+#[pyfunction]
+#[pyo3(signature = (keys, rates, lags, previous, members, member_capacities))]
+fn from_objects(
+    keys: &Bound<'_, PyList>,
+    rates: Vec<f64>,
+    lags: Option<Vec<Option<f64>>>,
+    previous: &Bound<'_, PyDict>,
+    members: Option<&Bound<'_, PyList>>,
+    member_capacities: &Bound<'_, PyDict>,
+) -> PyResult<Option<Bulk>> {
+    let mut topics = Topics::new();
+    let parsed = keys
+        .iter()
+        .map(|key| topics.key(&key))
+        .collect::<PyResult<Vec<_>>>()?;
+    let lags = lags.unwrap_or_else(|| vec![None; parsed.len()]);
+    let Some(mut input) = Input::new(topics.names, parsed, rates, lags) else {
+        return Err(PyValueError::new_err("the partitions were not validated"));
+    };
+    if !previous_from_objects(&mut input, previous)? {
+        return Ok(None);
+    }
+    if let Some(members) = members {
+        let capacities: HashMap<String, f64> = member_capacities.extract()?;
+        let names: Vec<String> = members.extract()?;
+        let given = names
             .iter()
-            .map(|&(r, c, v)| PyTuple::new(py, [r as i64, c as i64, v as i64]).unwrap()),
-    )?;
-    let result = PyTuple::new(
-        py,
-        [
-            assignment.into_any(),
-            sorted.into_any(),
-            owner.into_any(),
-            loads.into_any(),
-            PyList::new(py, &outcome.moved)?.into_any(),
-            moved_from.into_any(),
-            outcome.rscore.into_pyobject(py)?.into_any(),
-            PyList::new(py, &outcome.overloaded)?.into_any(),
-            outcome.bins_used.into_pyobject(py)?.into_any(),
-            outputs.into_any(),
-            rows.into_any(),
-            columns.into_any(),
-            cells.into_any(),
-        ],
-    )?;
-    Ok(Some(result))
+            .map(|m| (m.as_str(), capacities.get(m).copied()))
+            .collect();
+        if input.set_members(given).is_none() {
+            return Ok(None);
+        }
+    }
+    Ok(Some(Bulk { input: Some(input) }))
+}
+
+fn previous_from_objects(input: &mut Input, previous: &Bound<'_, PyDict>) -> PyResult<bool> {
+    let mut names = Vec::with_capacity(previous.len());
+    let mut counts = Vec::with_capacity(previous.len());
+    let mut keys = vec![];
+    let mut topics = Topics::new();
+    for (consumer, held) in previous.iter() {
+        let held = held.downcast_into::<PyList>()?;
+        for key in held.iter() {
+            keys.push(topics.key(&key)?);
+        }
+        names.push(consumer.downcast_into::<PyString>()?);
+        counts.push(held.len());
+    }
+    // the keys' topic numbers are this call's: the input's own, looked up once per topic
+    let ids: Vec<u32> = topics.names.iter().map(|t| input.topic(t)).collect();
+    for key in keys.iter_mut() {
+        key.0 = ids[key.0 as usize];
+    }
+    let consumers = names
+        .iter()
+        .zip(counts)
+        .map(|(name, count)| Ok((name.to_str()?, count)))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(input.set_previous(consumers, &keys).is_some())
 }
 
 /// Whether a problem's partitions and previous assignment are certainly valid: rates floats, finite and at
@@ -482,21 +572,22 @@ fn valid(
     if !rates.iter().all(|r| number(&r)) || !lags.iter().all(|l| l.is_none() || number(&l)) {
         return false;
     }
-    let mut topics = Topics {
-        ids: FxMap::default(),
-        names: vec![],
-        last: (std::ptr::null_mut(), 0),
-    };
-    let mut seen: FxMap<(u32, i64), ()> =
-        FxMap::with_capacity_and_hasher(keys.len(), Default::default());
-    let mut unique = |key: &Bound<'_, PyAny>, topics: &mut Topics| -> bool {
-        key.downcast_exact::<PyTuple>().is_ok_and(|t| t.len() == 2)
-            && matches!(topics.key(key, true), Ok(Some(k)) if seen.insert(k, ()).is_none())
-    };
-    if !keys.iter().all(|key| unique(&key, &mut topics)) {
+    let mut topics = Topics::new();
+    let mut parsed = Vec::with_capacity(keys.len());
+    for key in keys.iter() {
+        match key.downcast_exact::<PyTuple>() {
+            Ok(t) if t.len() == 2 => {}
+            _ => return false,
+        }
+        let Ok(k) = topics.key(&key) else {
+            return false;
+        };
+        parsed.push(k);
+    }
+    if Index::new(&parsed, topics.names.len()).is_none() {
         return false;
     }
-    let mut held_before: FxMap<(u32, i64), ()> = FxMap::default();
+    let mut held_before = vec![];
     for (consumer, held) in previous.iter() {
         let (Ok(consumer), Ok(held)) = (
             consumer.downcast_exact::<PyString>(),
@@ -511,18 +602,21 @@ fn valid(
             if !key.downcast_exact::<PyTuple>().is_ok_and(|t| t.len() == 2) {
                 return false;
             }
-            match topics.key(&key, true) {
-                Ok(Some(k)) if held_before.insert(k, ()).is_none() => {}
+            match topics.key(&key) {
+                Ok(k) => held_before.push(k),
                 _ => return false,
             }
         }
     }
-    true
+    Index::new(&held_before, topics.names.len()).is_some()
 }
 
 #[pymodule]
 fn groupfit_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(solve, m)?)?;
+    m.add_class::<Bulk>()?;
+    m.add_class::<Solution>()?;
+    m.add_function(wrap_pyfunction!(parse_assign, m)?)?;
+    m.add_function(wrap_pyfunction!(from_objects, m)?)?;
     m.add_function(wrap_pyfunction!(valid, m)?)?;
     m.add("ALGORITHMS", ALGORITHMS.to_vec())?;
     Ok(())

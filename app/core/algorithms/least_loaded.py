@@ -119,13 +119,20 @@ def planned_lags(problem: Problem, params: LeastLoadedParams) -> list[float]:
 
 
 def check(problem: Problem, params: LeastLoadedParams) -> None:
-    """What the parameters imply, refused before any bin exists (by either core): planned lags that
-    overflow, caps μ·f and μ·w_sla·f that underflow to 0, and Eq. 5's count in each dimension above the
-    service's limit (a partition above a cap sits alone, so the packing's own bounds can be far lower)."""
-    mu = params.mu or problem.capacity
+    """What the parameters imply, refused before any bin exists (by either core): see `check_totals`."""
     lags = [lag or 0.0 for lag in problem.lags]
     planned = planned_lags(problem, params)
-    if not math.isfinite(sum(planned)):
+    check_totals(problem.capacity, problem.total_rate, sum(lags), sum(planned), params, problem.max_consumers)
+
+
+def check_totals(
+    capacity: float, total_rate: float, lag_sum: float, planned_sum: float, params: LeastLoadedParams, limit: int
+) -> None:
+    """Planned lags that overflow, caps μ·f and μ·w_sla·f that underflow to 0, and Eq. 5's count in each
+    dimension above the service's limit (a partition above a cap sits alone, so the packing's own bounds can be
+    far lower). `lag_sum`, `planned_sum`: the lags' and the planned lags' sums (`planned_lags`)."""
+    mu = params.mu or capacity
+    if not math.isfinite(planned_sum):
         raise AssignmentError(
             "invalid_parameter",
             "the lags planned for the rebalance (lag + rate·rebalance_s) overflow; lower rebalance_s.",
@@ -133,9 +140,9 @@ def check(problem: Problem, params: LeastLoadedParams) -> None:
     for f in (params.f_up, params.f_down):
         if not (mu * f > 0 and mu * params.w_sla * f > 0):
             raise AssignmentError("invalid_parameter", "μ·f and μ·w_sla·f underflow to 0; give larger mu, w_sla or f.")
-        problem.consumers_implied(problem.total_rate / mu / f, "least-loaded's Σ rate / (μ·f)")
-        for values in (lags, planned):
-            problem.consumers_implied(sum(values) / mu / params.w_sla / f, "least-loaded's Σ lag / (μ·w_sla·f)")
+        consumers_implied(total_rate / mu / f, limit, "least-loaded's Σ rate / (μ·f)")
+        for total in (lag_sum, planned_sum):
+            consumers_implied(total / mu / params.w_sla / f, limit, "least-loaded's Σ lag / (μ·w_sla·f)")
 
 
 def place(problem: Problem, params: LeastLoadedParams) -> Placement:

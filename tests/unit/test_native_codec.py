@@ -1,0 +1,201 @@
+"""The compiled request reader and answer writer (native/src/input.rs, answer.rs) against the reference codec:
+on random requests of every compiled algorithm the answer's bytes are the same; on broken requests (each of the
+ways a body can be wrong) the error is the same — the compiled reader declines what it does not take, and the
+reference says what is wrong — and a request it takes means what the reference reads in it."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import msgspec
+import pytest
+
+from app.codec.assign import decode_assign
+from app.core import native
+from app.core.errors import AssignmentError
+from app.service.assign import Limits, answer_body
+from app.settings import Settings
+
+pytestmark = pytest.mark.skipif(not native.AVAILABLE, reason="the compiled core is not installed")
+
+COMPILED = Limits.of(Settings(core="native"))
+REFERENCE = Limits.of(Settings(core="python"))
+TOPICS = ["t", "orders", "a/b", 'q"uote', "ü-topic", "tab\there", "x" * 255]
+IDS = ["c0", "c1", "c2", "c10", "a", "b7", "b7x", "surplus-0", "m1", "m2", "m10", "c\\1", "ctl\u0001"]
+
+
+def outcome(body: bytes, limits: Limits) -> tuple[Any, ...]:
+    try:
+        return ("answer", answer_body(body, False, limits))
+    except AssignmentError as error:
+        return ("error", error.code, error.message, error.details)
+
+
+def request(rnd: random.Random, algorithm: str) -> dict[str, Any]:
+    capacity = rnd.choice([100, 100.0, 60.0, 250.5])
+    pool = [(t, p) for t in rnd.sample(TOPICS, rnd.randint(1, 3)) for p in range(10)]
+    keys = rnd.sample(pool, rnd.randint(0, min(24, len(pool))))
+
+    def rate() -> float | int:
+        kind = rnd.random()
+        if kind < 0.4:
+            return rnd.choice([0, 10, 20, 25, 40, 60])  # ties, and integers in the JSON
+        if kind < 0.5:
+            return float(capacity) * rnd.uniform(1.0, 1.8)
+        return rnd.uniform(0, float(capacity))
+
+    partitions: list[dict[str, Any]] = []
+    for topic, partition in keys:
+        entry: dict[str, Any] = {"topic": topic, "partition": partition, "rate": rate()}
+        if rnd.random() < 0.3:
+            entry["lag"] = rnd.choice([None, 0, rnd.uniform(0, 300)])
+        partitions.append(entry)
+    body: dict[str, Any] = {"algorithm": algorithm, "partitions": partitions}
+    if rnd.random() < 0.8:
+        body["capacity"] = capacity
+    else:
+        body["consumer_throughput"], body["iteration_s"] = float(capacity) * 1.25, 30
+    owners = rnd.sample(IDS, rnd.randint(0, 6))
+    if owners:
+        previous: dict[str, list[dict[str, Any]]] = {c: [] for c in owners}
+        for topic, partition in [k for k in keys if rnd.random() < 0.8] + [("gone", p) for p in range(rnd.randint(0, 2))]:
+            previous[rnd.choice(owners)].append({"topic": topic, "partition": partition})
+        body["previous"] = previous
+    if rnd.random() < 0.4:
+        members = rnd.sample(IDS, rnd.randint(1, 5))
+        body["members"] = [m if rnd.random() < 0.5 else {"id": m, "capacity": rnd.choice([50, 100.0, 75.5])} for m in members]
+    if algorithm.startswith("m") and rnd.random() < 0.5:
+        body["params"] = {"max_rscore": rnd.choice([0.0, 0.5, 2]), "max_moves": rnd.randint(0, 4)}
+    if algorithm == "least-loaded" and rnd.random() < 0.5:
+        body["params"] = {"w_sla": rnd.choice([0.5, 5.0]), "rebalance_s": rnd.choice([0, 5.0])}
+    if rnd.random() < 0.2:
+        body["group"] = "g-1"  # named, not stored: answered with the group
+    return body
+
+
+def encoded(body: Any, rnd: random.Random) -> bytes:
+    """JSON as clients write it: compact or spaced, non-ASCII escaped or not."""
+    return json.dumps(body, ensure_ascii=rnd.random() < 0.5, indent=rnd.choice([None, 1])).encode()
+
+
+@pytest.mark.parametrize("algorithm", sorted(native.ALGORITHMS))
+def test_the_compiled_codec_answers_byte_for_byte_as_the_reference(algorithm: str) -> None:
+    rnd = random.Random(algorithm)
+    compiled = 0
+    for i in range(1500):
+        body = encoded(request(rnd, algorithm), rnd)
+        compiled += decode_assign(body, True)[1] is not None
+        reference = outcome(body, REFERENCE)
+        assert outcome(body, COMPILED) == reference, f"request {i}: {body!r}"
+    assert compiled > 1200  # most took the compiled way (ids with a control character, … do not)
+
+
+def _set(path: list[Any], value: Any) -> Any:
+    def change(body: dict[str, Any]) -> None:
+        target: Any = body
+        for step in path[:-1]:
+            target = target[step]
+        target[path[-1]] = value
+
+    return change
+
+
+BROKEN: dict[str, Any] = {
+    "negative rate": _set(["partitions", 0, "rate"], -1),
+    "rate as text": _set(["partitions", 0, "rate"], "5"),
+    "rate true": _set(["partitions", 0, "rate"], True),
+    "rate null": _set(["partitions", 0, "rate"], None),
+    "negative lag": _set(["partitions", 0, "lag"], -0.5),
+    "partition below 0": _set(["partitions", 0, "partition"], -1),
+    "partition above 2^31-1": _set(["partitions", 0, "partition"], 2**31),
+    "partition 1.5": _set(["partitions", 0, "partition"], 1.5),
+    "empty topic": _set(["partitions", 0, "topic"], ""),
+    "topic of 256": _set(["partitions", 0, "topic"], "é" * 256),
+    "unknown partition field": _set(["partitions", 0, "size"], 3),
+    "partitions null": _set(["partitions"], None),
+    "partitions an object": _set(["partitions"], {}),
+    "duplicate partition": lambda b: b["partitions"].append(dict(b["partitions"][0])),
+    "previous partition twice": lambda b: b["previous"]["c2"].append(b["previous"]["c1"][0]),
+    "previous gone partition twice": lambda b: b["previous"]["c2"].append({"topic": "x", "partition": 1})
+    or b["previous"]["c1"].append({"topic": "x", "partition": 1}),
+    "empty consumer id": _set(["previous", ""], []),
+    "previous null list": _set(["previous", "c3"], None),
+    "previous ref with rate": _set(["previous", "c1", 0, "rate"], 1),
+    "members empty": _set(["members"], []),
+    "members twice": _set(["members"], ["m1", "m1"]),
+    "member capacity 0": _set(["members"], ["m1", {"id": "m2", "capacity": 0}]),
+    "member capacity text": _set(["members"], [{"id": "m2", "capacity": "1"}]),
+    "member with extra field": _set(["members"], [{"id": "m2", "capacity": 1, "x": 1}]),
+    "member id of 256": _set(["members"], ["m" * 256]),
+    "ids with leading zeros": _set(["members"], ["c01", "c1"]),
+    "non-ASCII id": _set(["previous", "é1"], []),
+    "rates summing past the largest float": lambda b: [p.update(rate=1.7e308) for p in b["partitions"]],
+    "capacity 0": _set(["capacity"], 0),
+    "capacity text": _set(["capacity"], "100"),
+    "no capacity": lambda b: b.pop("capacity"),
+    "unknown algorithm": _set(["algorithm"], "nope"),
+    "an algorithm the compiled core does not run": _set(["algorithm"], "sticky"),
+    "unknown field": _set(["colour"], "red"),
+    "bad params": _set(["params"], {"max_moves": -1}),
+    "too many consumers": _set(["capacity"], 1e-9),
+    "group with a space": _set(["group"], "a b"),
+}
+
+
+VALID_BUT_DECLINED = {"an algorithm the compiled core does not run", "ids with leading zeros", "non-ASCII id"}
+"""Not broken: requests the reference answers and the compiled core leaves to it."""
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_a_broken_request_gets_the_reference_error(case: str) -> None:
+    body: dict[str, Any] = {
+        "algorithm": "mwf",
+        "capacity": 100,
+        "partitions": [{"topic": "t", "partition": p, "rate": 30 + p, "lag": 1} for p in range(6)],
+        "previous": {"c1": [{"topic": "t", "partition": 0}], "c2": [{"topic": "t", "partition": 1}], "c3": []},
+        "members": ["m1", "m2"],
+    }
+    BROKEN[case](body)
+    encoded = json.dumps(body).encode()
+    reference = outcome(encoded, REFERENCE)
+    assert reference[0] == ("answer" if case in VALID_BUT_DECLINED else "error"), reference
+    assert outcome(encoded, COMPILED) == reference
+    if case in VALID_BUT_DECLINED:
+        assert decode_assign(encoded, True)[1] is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b'{"algorithm":"mwf","capacity":100,"partitions":[],"partitions":[]}',
+        b'{"algorithm":"mwf","capacity":100,"partitions":[{"topic":"t","topic":"u","partition":0,"rate":1}]}',
+        b'{"algorithm":"mwf","capacity":100,"partitions":[],"params":{"a":1,"a":2}}',
+        b'{"algorithm":"mwf","capacity":100,"partitions":[],"previous":{"c1":[],"c1":[]}}',
+        b'{"algorithm":"mwf","capacity":100,"partitions":[]} x',
+        b'{"algorithm":"mwf","capacity":100,"partitions":[{"topic":"t","partition":0,"rate":1e400}]}',
+        b'{"algorithm":"mwf","capacity":100,"partitions":[{"topic":"t\xff","partition":0,"rate":1}]}',
+        b'{"algorithm":"mwf","capacity":100,"partitions":[{"topic":"\\ud800","partition":0,"rate":1}]}',
+        b'[{"algorithm":"mwf"}]',
+        b"",
+    ],
+)
+def test_broken_json_gets_the_reference_error(text: bytes) -> None:
+    reference = outcome(text, REFERENCE)
+    assert reference[0] == "error"
+    assert outcome(text, COMPILED) == reference
+
+
+def test_what_the_compiled_reader_takes_means_the_same() -> None:
+    """Escapes, integers as rates, -0 and exponents are read as msgspec reads them."""
+    text = (
+        b'{"p\\u0061rtitions":[{"topic":"t\\u00e9\\n","partition":0,"rate":1E2,"lag":null},'
+        b'{"partition":1,"topic":"t\\u00e9\\n","rate":-0.0},{"topic":"t\\u00e9\\n","partition":2,"rate":9007199254740993}],'
+        b'"capacity":1e17,"algorithm":"bfd","previous":{"c\\u0031":[{"topic":"t\\u00e9\\n","partition":2}]}}'
+    )
+    request, bulk = decode_assign(text, True)
+    assert bulk is not None and bulk.size == 3 and request.capacity == 1e17
+    assert outcome(text, COMPILED) == outcome(text, REFERENCE)
+    answer = msgspec.json.decode(outcome(text, COMPILED)[1])
+    assert {"topic": "té\n", "partition": 2} in answer["assignment"]["c1"]
