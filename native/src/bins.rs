@@ -241,6 +241,18 @@ impl<'a> Bins<'a> {
         self.track(b);
     }
 
+    /// `put` into the bin `find` just returned: for Worst Fit it is the heap's top, whose entry is
+    /// replaced in place (one sift down instead of a pop and a push).
+    fn put_found(&mut self, b: usize, j: u32) {
+        if self.rule != Rule::Worst {
+            return self.put(b, j);
+        }
+        self.load[b] += self.rates[j as usize];
+        self.held[b].push(j);
+        let key = Reverse((F(self.load[b] - self.limit[b]), self.tie[b], b as u32));
+        *self.heap.peek_mut().expect("the bin found is the heap's top") = key;
+    }
+
     /// Put partitions into bin b in order until the first that does not fit; return how many went in.
     pub fn fill(&mut self, b: usize, partitions: &[u32]) -> usize {
         let limit = self.limit[b];
@@ -263,11 +275,7 @@ impl<'a> Bins<'a> {
     pub fn place_open(&mut self, j: u32) -> bool {
         match self.find(j) {
             Some(b) => {
-                if self.rule == Rule::Worst {
-                    // the chosen bin is the heap's top: replace its entry
-                    self.heap.pop();
-                }
-                self.put(b, j);
+                self.put_found(b, j);
                 true
             }
             None => false,
@@ -280,11 +288,16 @@ impl<'a> Bins<'a> {
         if self.rule == Rule::Next && self.ids.is_empty() {
             self.open(NONE);
         }
-        let b = match self.find(j) {
-            Some(b) => b,
-            None => self.open(self.previous_owner[j as usize]),
-        };
-        self.put(b, j);
-        b
+        match self.find(j) {
+            Some(b) => {
+                self.put_found(b, j);
+                b
+            }
+            None => {
+                let b = self.open(self.previous_owner[j as usize]);
+                self.put(b, j);
+                b
+            }
+        }
     }
 }
