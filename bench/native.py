@@ -1,8 +1,12 @@
 """The compiled core against the pure-Python reference, measured in the same run (issue #15's targets).
 
-1. In-process `solve` (MWF, BFD, least-loaded) at 1k, 10k, 100k, 1M partitions with ~P/10 consumers and
+1. In-process solve (MWF, BFD, least-loaded) at 1k, 10k, 100k, 1M partitions with ~P/10 consumers and
    the previous assignment from a prior run (BFD on the measurement before, rates moved by up to ±5 % of C):
-   median ms, µs per partition, and the ratio to the reference.
+   each core on its own problem form — the compiled one on arrays (`Bulk.solve`: order, placement, fold,
+   owners, moves, Rscore, sparse delta), the reference on its Problem — median ms, µs per partition, and the
+   ratio; beside them the compiled core called with the reference's Python objects (converting them in and
+   the outcome out), and the compiled codec's own costs: reading the request's JSON into arrays, writing
+   the answer's JSON.
 2. `groupfit assign --input` on a 1 000 000-partition request (MWF, previous given), whole process: wall
    time and peak RSS, next to msgspec's decode of the same file into the request type (a fresh process too).
 
@@ -81,12 +85,14 @@ def fresh(problem: Problem) -> Problem:
     )
 
 
-def median_ms(run, repeat: int) -> tuple[float, float]:
-    """Median wall and CPU milliseconds (the CPU time is what the work costs when other jobs share the cores)."""
+def median_ms(run, repeat: int, setup: bool = False) -> tuple[float, float]:
+    """Median wall and CPU milliseconds (the CPU time is what the work costs when other jobs share the cores).
+    `setup`: `run()` prepares and returns the call to time."""
     wall, cpu = [], []
     for _ in range(repeat):
+        call = run() if setup else run
         start, start_cpu = time.perf_counter(), time.process_time()
-        run()
+        call()
         wall.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
     return statistics.median(wall) * 1e3, statistics.median(cpu) * 1e3
@@ -94,19 +100,45 @@ def median_ms(run, repeat: int) -> tuple[float, float]:
 
 def in_process(sizes: list[int], python_limit: int, repeat: int) -> None:
     print("in-process solve, median wall ms / CPU ms (CPU µs per partition); previous consumers = a prior BFD run")
-    print(f"{'partitions':>10}{'consumers':>10}{'algorithm':>14}{'compiled':>28}{'pure Python':>30}{'ratio':>8}")
+    print(
+        f"{'partitions':>10}{'consumers':>10}{'algorithm':>14}{'compiled, arrays':>30}"
+        f"{'compiled, objects':>19}{'pure Python':>30}{'ratio':>8}"
+    )
     for n in sizes:
+        body = request(n)
         problem = instance(n)
         for name in ALGORITHMS:
             spec = get_algorithm(name)
             params = spec.parse_params(None)
             runs = repeat if n <= 100_000 else max(1, repeat // 2)
-            compiled, compiled_cpu = median_ms(lambda: solve(fresh(problem), spec, params, native=True), runs)  # noqa: B023
-            cells = f"{compiled:>10.1f} /{compiled_cpu:>8.1f} ({compiled_cpu * 1e3 / n:>5.2f})"
+            compiled, compiled_cpu = median_ms(lambda: solve_arrays(body, name, params), runs, setup=True)  # noqa: B023
+            objects, _ = median_ms(lambda: solve(fresh(problem), spec, params, native=True), runs)  # noqa: B023
+            cells = f"{compiled:>10.1f} /{compiled_cpu:>8.1f} ({compiled_cpu * 1e3 / n:>5.3f}){objects:>19.1f}"
             if n <= python_limit:
                 python, python_cpu = median_ms(lambda: solve(fresh(problem), spec, params), 1 if n >= 100_000 else runs)  # noqa: B023
                 cells += f"{python:>12.1f} /{python_cpu:>8.1f} ({python_cpu * 1e3 / n:>5.2f}){python_cpu / compiled_cpu:>7.0f}×"
             print(f"{n:>10}{len(problem.previous):>10}{name:>14}{cells}", flush=True)
+        parse, _ = median_ms(lambda: native.parse_assign(body), repeat)  # noqa: B023
+        write, _ = median_ms(lambda: answer_call(body), repeat, setup=True)  # noqa: B023
+        print(
+            f"{'':>34}compiled codec: request JSON → arrays {parse:.1f} ms, answer → JSON {write:.1f} ms "
+            f"({len(body) / 1e6:.1f} MB request)"
+        )
+
+
+def answer_call(body: bytes):
+    """A call that writes the answer's JSON of the request's MWF solution (solved here, before the call)."""
+    solution = solve_arrays(body, "mwf", None)()
+    return lambda: solution.answer("mwf", 0, b"{}", b"null")
+
+
+def solve_arrays(body: bytes, name: str, params: object):
+    """A call that solves the request's arrays (read here, before the call: only the solve is timed)."""
+    split = native.parse_assign(body)
+    assert split is not None, "the compiled core declined the request"
+    bulk = split[1]
+    options = params.model_dump() if params is not None else {}  # type: ignore[attr-defined]
+    return lambda: bulk.solve(name, CAPACITY, options)
 
 
 def child(code: list[str], env: dict[str, str] | None = None) -> tuple[float, float, bytes]:

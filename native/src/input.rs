@@ -17,6 +17,37 @@ use crate::consumers::NONE;
 use crate::natural;
 
 
+/// The topics seen lately, by a cheap hash of the name, in front of the map of every topic: keys come grouped
+/// by topic or cycling through a few, so most lookups end here without hashing the whole name. (A collision
+/// only costs a map lookup: the name is compared in full.)
+pub struct Recent<'a> {
+    slots: [(&'a str, u32); 64],
+}
+
+impl<'a> Recent<'a> {
+    pub fn new() -> Self {
+        Recent {
+            slots: [("", NONE); 64],
+        }
+    }
+
+    fn slot(name: &str) -> usize {
+        let b = name.as_bytes();
+        let mix = b.len() ^ b.first().map_or(0, |&c| c as usize) << 2 ^ b.last().map_or(0, |&c| c as usize) << 4;
+        mix & 63
+    }
+
+    pub fn get(&mut self, name: &'a str, lookup: impl FnOnce() -> Option<u32>) -> Option<u32> {
+        let slot = &mut self.slots[Self::slot(name)];
+        if slot.1 != NONE && slot.0 == name {
+            return Some(slot.1);
+        }
+        let id = lookup()?;
+        *slot = (name, id);
+        Some(id)
+    }
+}
+
 /// The partitions named by the previous assignment, each known one as its index, and those no longer listed.
 pub struct Previous {
     /// The previous consumers in the request's order (one listed with nothing too).
@@ -516,17 +547,15 @@ pub fn parse(body: &[u8]) -> Option<(Vec<u8>, Input)> {
         Vec::with_capacity(n),
         Vec::with_capacity(n),
     );
-    let mut last: (&str, u32) = ("", NONE);
+    let mut recent = Recent::new();
     for p in &partitions {
         let good = |v: f64| v >= 0.0; // finite: JSON has no NaN or infinity, and out-of-range numbers fail
         if p.partition > MAX_PARTITION || !good(p.rate) || !p.lag.is_none_or(good) {
             return None;
         }
         let topic: &str = &p.topic;
-        let t = if topic == last.0 && last.1 != NONE {
-            last.1
-        } else {
-            let t = match topic_ids.get(topic) {
+        let t = recent.get(topic, || {
+            Some(match topic_ids.get(topic) {
                 Some(&t) => t,
                 None => {
                     if !sized(topic) {
@@ -537,10 +566,8 @@ pub fn parse(body: &[u8]) -> Option<(Vec<u8>, Input)> {
                     topics.push(topic.to_owned());
                     t
                 }
-            };
-            last = (topic, t);
-            t
-        };
+            })
+        })?;
         keys.push((t, p.partition as i64));
         rates.push(p.rate);
         lags.push(p.lag);
@@ -553,12 +580,10 @@ pub fn parse(body: &[u8]) -> Option<(Vec<u8>, Input)> {
         {
             return None;
         }
-        let mut last: (&str, u32) = ("", NONE);
+        let mut recent = Recent::new();
         let keys = held.iter().map(|r| {
-            if r.topic != last.0 || last.1 == NONE {
-                last = (&r.topic, input.topic(&r.topic));
-            }
-            (last.1, r.partition as i64)
+            let t = recent.get(&r.topic, || Some(input.topic(&r.topic))).unwrap();
+            (t, r.partition as i64)
         });
         let keys: Vec<(u32, i64)> = keys.collect();
         let consumers = previous.consumers.iter().map(|(name, count)| (name.as_str(), *count));

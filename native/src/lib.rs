@@ -40,12 +40,13 @@ const ALGORITHMS: [&str; 13] = [
     "least-loaded",
 ];
 
-/// Topics as small integers while reading Python keys, remembering the last topic object (keys come
-/// grouped by topic; every key object stays alive for the whole call, so an object's address names it).
+/// Topics as small integers while reading Python keys, with the topic objects seen lately in front of the map
+/// (keys come grouped by topic or cycling through a few; every key object stays alive for the whole call, so
+/// an object's address names it).
 struct Topics {
     ids: HashMap<String, u32>,
     names: Vec<String>,
-    last: (*mut pyo3::ffi::PyObject, u32),
+    recent: [(*mut pyo3::ffi::PyObject, u32); 64],
 }
 
 impl Topics {
@@ -53,7 +54,7 @@ impl Topics {
         Topics {
             ids: HashMap::new(),
             names: vec![],
-            last: (std::ptr::null_mut(), 0),
+            recent: [(std::ptr::null_mut(), 0); 64],
         }
     }
 
@@ -62,8 +63,9 @@ impl Topics {
         let topic = tuple.get_borrowed_item(0)?;
         let partition: i64 = tuple.get_borrowed_item(1)?.extract()?;
         let ptr = topic.as_ptr();
-        if ptr == self.last.0 {
-            return Ok((self.last.1, partition));
+        let slot = (ptr as usize >> 4) & 63;
+        if self.recent[slot].0 == ptr {
+            return Ok((self.recent[slot].1, partition));
         }
         let name = topic.downcast::<PyString>()?.to_str()?;
         let id = match self.ids.get(name) {
@@ -75,7 +77,7 @@ impl Topics {
                 id
             }
         };
-        self.last = (ptr, id);
+        self.recent[slot] = (ptr, id);
         Ok((id, partition))
     }
 }
