@@ -47,51 +47,66 @@ pub fn int(out: &mut Vec<u8>, value: impl itoa::Integer) {
     out.extend_from_slice(buffer.format(value).as_bytes());
 }
 
-/// What the answer names: topics, partitions and consumers by their integers, each name escaped once.
-pub struct Names<'a> {
-    pub keys: &'a [(u32, i64)],
-    pub gone_keys: &'a [(u32, i64)],
-    /// `{"topic":"…","partition":` of each topic
-    partition_prefix: Vec<Vec<u8>>,
-    /// `"topic":"…","partition":` of each topic
-    key_prefix: Vec<Vec<u8>>,
-    /// `["…",` of each topic (the stored form)
-    pair_prefix: Vec<Vec<u8>>,
-    /// each consumer id as a JSON string
-    consumers: Vec<Vec<u8>>,
+/// JSON pieces, each written once, stored end to end.
+#[derive(Default)]
+struct Pieces {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
 }
 
-impl<'a> Names<'a> {
+impl Pieces {
+    fn of<'s>(items: impl Iterator<Item = &'s str>, head: &[u8], tail: &[u8]) -> Self {
+        let mut pieces = Pieces::default();
+        for item in items {
+            pieces.bytes.extend_from_slice(head);
+            string(&mut pieces.bytes, item);
+            pieces.bytes.extend_from_slice(tail);
+            pieces.ends.push(pieces.bytes.len());
+        }
+        pieces
+    }
+
+    fn get(&self, i: u32) -> &[u8] {
+        let i = i as usize;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.bytes[start..self.ends[i]]
+    }
+}
+
+/// What the answer names: topics, partitions and consumers by their integers, each name escaped once.
+pub struct Names {
+    pub keys: Vec<(u32, i64)>,
+    pub gone_keys: Vec<(u32, i64)>,
+    /// `{"topic":"…","partition":` of each topic
+    partition_prefix: Pieces,
+    /// `"topic":"…","partition":` of each topic
+    key_prefix: Pieces,
+    /// `["…",` of each topic (the stored form)
+    pair_prefix: Pieces,
+    /// each consumer id as a JSON string
+    consumers: Pieces,
+}
+
+impl Names {
     pub fn new(
         topics: &[String],
-        keys: &'a [(u32, i64)],
-        gone_keys: &'a [(u32, i64)],
+        keys: Vec<(u32, i64)>,
+        gone_keys: Vec<(u32, i64)>,
         consumers: &[String],
     ) -> Self {
-        let encoded = |head: &[u8], s: &str, tail: &[u8]| {
-            let mut out = head.to_vec();
-            string(&mut out, s);
-            out.extend_from_slice(tail);
-            out
-        };
+        let topic = || topics.iter().map(String::as_str);
         Names {
             keys,
             gone_keys,
-            partition_prefix: topics
-                .iter()
-                .map(|t| encoded(b"{\"topic\":", t, b",\"partition\":"))
-                .collect(),
-            key_prefix: topics
-                .iter()
-                .map(|t| encoded(b"\"topic\":", t, b",\"partition\":"))
-                .collect(),
-            pair_prefix: topics.iter().map(|t| encoded(b"[", t, b",")).collect(),
-            consumers: consumers.iter().map(|c| encoded(b"", c, b"")).collect(),
+            partition_prefix: Pieces::of(topic(), b"{\"topic\":", b",\"partition\":"),
+            key_prefix: Pieces::of(topic(), b"\"topic\":", b",\"partition\":"),
+            pair_prefix: Pieces::of(topic(), b"[", b","),
+            consumers: Pieces::of(consumers.iter().map(String::as_str), b"", b""),
         }
     }
 
     fn partition(&self, out: &mut Vec<u8>, (t, p): (u32, i64)) {
-        out.extend_from_slice(&self.partition_prefix[t as usize]);
+        out.extend_from_slice(self.partition_prefix.get(t));
         int(out, p);
         out.push(b'}');
     }
@@ -99,12 +114,12 @@ impl<'a> Names<'a> {
     /// `"topic":…,"partition":…` of partition j, inside an object of more fields.
     fn key_fields(&self, out: &mut Vec<u8>, j: u32) {
         let (t, p) = self.keys[j as usize];
-        out.extend_from_slice(&self.key_prefix[t as usize]);
+        out.extend_from_slice(self.key_prefix.get(t));
         int(out, p);
     }
 
     fn consumer(&self, out: &mut Vec<u8>, c: u32) {
-        out.extend_from_slice(&self.consumers[c as usize]);
+        out.extend_from_slice(self.consumers.get(c));
     }
 }
 
@@ -250,7 +265,7 @@ pub fn stored(o: &Outcome, names: &Names) -> Vec<u8> {
         out.push(b':');
         array(&mut out, held, |out, &j| {
             let (t, p) = names.keys[j as usize];
-            out.extend_from_slice(&names.pair_prefix[t as usize]);
+            out.extend_from_slice(names.pair_prefix.get(t));
             int(out, p);
             out.push(b']');
         });

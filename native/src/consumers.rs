@@ -22,8 +22,15 @@ pub struct Consumers {
 }
 
 impl Consumers {
-    /// `names`: the known ids, distinct; `own`: each one's capacity (C when it has none of its own).
-    pub fn new(names: Vec<String>, own: Vec<f64>, members: &[u32], capacity: f64) -> Self {
+    /// `names`: the known ids, distinct, and `by_name` the map back; `own`: each one's capacity (C when it has
+    /// none of its own).
+    pub fn new(
+        names: Vec<String>,
+        by_name: HashMap<String, u32>,
+        own: Vec<f64>,
+        members: &[u32],
+        capacity: f64,
+    ) -> Self {
         let known = names.len();
         let mut sorted_known: Vec<u32> = (0..known as u32).collect();
         sorted_known.sort_by(|&a, &b| natural::compare(&names[a as usize], &names[b as usize]));
@@ -35,11 +42,6 @@ impl Consumers {
         for &m in members {
             is_member[m as usize] = true;
         }
-        let by_name = names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.clone(), i as u32))
-            .collect();
         Consumers {
             names,
             tie,

@@ -73,7 +73,7 @@ pub struct Input {
     pub key_rank: Vec<u32>,
     /// Known consumer ids (previous consumers and members), each once.
     pub names: Vec<String>,
-    consumer_of: HashMap<String, u32>,
+    pub consumer_of: HashMap<String, u32>,
     pub previous: Option<Previous>,
     pub members: Option<Vec<u32>>,
     /// Members with a capacity of their own.
@@ -236,8 +236,12 @@ impl Input {
         };
         let mut gone_seen: HashSet<(u32, i64)> = HashSet::new();
         let mut keys = keys.iter();
+        let mut listed = vec![false; self.names.len() + consumers.len()];
         for (name, count) in consumers {
             let c = self.consumer(name)?;
+            if std::mem::replace(&mut listed[c as usize], true) {
+                return None; // listed twice
+            }
             previous.ids.push(c);
             let mut kept = Vec::with_capacity(count);
             for &k in keys.by_ref().take(count) {
@@ -360,7 +364,7 @@ impl<'de> Deserialize<'de> for Member<'de> {
 /// The previous assignment: consumer → partitions, in the request's order, each consumer once; the
 /// partitions of all in one list (consumer i's are the next `count` of them).
 struct PreviousDoc<'a> {
-    consumers: Vec<(String, usize)>,
+    consumers: Vec<(Str<'a>, usize)>,
     held: Vec<PartitionRef<'a>>,
 }
 
@@ -401,11 +405,8 @@ impl<'de> Deserialize<'de> for PreviousDoc<'de> {
                     consumers: vec![],
                     held: vec![],
                 };
-                let mut seen = HashSet::new();
-                while let Some(name) = map.next_key::<String>()? {
-                    if !seen.insert(name.clone()) {
-                        return Err(de::Error::custom("a consumer twice"));
-                    }
+                // (a consumer listed twice is refused by `set_previous`)
+                while let Some(Borrowed(name)) = map.next_key()? {
                     let count = map.next_value_seed(Held(&mut doc.held))?;
                     doc.consumers.push((name, count));
                 }
@@ -413,6 +414,28 @@ impl<'de> Deserialize<'de> for PreviousDoc<'de> {
             }
         }
         deserializer.deserialize_map(V)
+    }
+}
+
+/// A string, borrowed from the body unless it holds an escape.
+struct Borrowed<'a>(Str<'a>);
+
+impl<'de> Deserialize<'de> for Borrowed<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Borrowed<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Borrowed(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Borrowed(Cow::Owned(v.to_owned())))
+            }
+        }
+        deserializer.deserialize_str(V)
     }
 }
 
@@ -586,7 +609,7 @@ pub fn parse(body: &[u8]) -> Option<(Vec<u8>, Input)> {
             (t, r.partition as i64)
         });
         let keys: Vec<(u32, i64)> = keys.collect();
-        let consumers = previous.consumers.iter().map(|(name, count)| (name.as_str(), *count));
+        let consumers = previous.consumers.iter().map(|(name, count)| (name.as_ref(), *count));
         input.set_previous(consumers.collect(), &keys)?;
     }
     if let Some(members) = &request.members {

@@ -207,6 +207,7 @@ fn solve(
         lags,
         key_rank,
         names,
+        consumer_of,
         previous,
         members,
         own,
@@ -216,7 +217,8 @@ fn solve(
     for (c, value) in own {
         capacities[c as usize] = value;
     }
-    let consumers = Consumers::new(names, capacities, members.as_deref().unwrap_or(&[]), capacity);
+    let members_list = members.as_deref().unwrap_or(&[]);
+    let consumers = Consumers::new(names, consumer_of, capacities, members_list, capacity);
     let previous = previous.unwrap_or_else(|| input::Previous {
         ids: vec![],
         held: vec![],
@@ -258,12 +260,12 @@ fn solve(
         }
     };
     let outcome = problem::outcome(&p, placement)?;
+    let names = Names::new(&topics, keys, previous.gone_keys, &p.consumers.names);
     Ok(Solution {
         problem: p,
         outcome,
         topics,
-        keys,
-        gone_keys: previous.gone_keys,
+        names,
     })
 }
 
@@ -273,19 +275,7 @@ struct Solution {
     problem: Problem,
     outcome: Outcome,
     topics: Vec<String>,
-    keys: Vec<(u32, i64)>,
-    gone_keys: Vec<(u32, i64)>,
-}
-
-impl Solution {
-    fn names(&self) -> Names<'_> {
-        Names::new(
-            &self.topics,
-            &self.keys,
-            &self.gone_keys,
-            &self.problem.consumers.names,
-        )
-    }
+    names: Names,
 }
 
 /// Python strings made once per consumer or topic.
@@ -330,13 +320,13 @@ impl Solution {
             outputs,
             group,
         };
-        let json = py.allow_threads(|| answer::write(&self.problem, &self.outcome, &self.names(), &extra));
+        let json = py.allow_threads(|| answer::write(&self.problem, &self.outcome, &self.names, &extra));
         PyBytes::new(py, &json)
     }
 
     /// The assignment as the store keeps it (JSON).
     fn stored<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        let json = py.allow_threads(|| answer::stored(&self.outcome, &self.names()));
+        let json = py.allow_threads(|| answer::stored(&self.outcome, &self.names));
         PyBytes::new(py, &json)
     }
 
@@ -359,7 +349,7 @@ impl Solution {
         let moves = PyList::empty(py);
         for &i in largest.iter().take(top) {
             let j = o.moved[i];
-            let (t, partition) = self.keys[j as usize];
+            let (t, partition) = self.names.keys[j as usize];
             let rate = p.rates[j as usize];
             moves.append((
                 topics.get(t),
@@ -407,8 +397,8 @@ impl Solution {
         let columns = PyList::new(
             py,
             o.columns.iter().map(|&j| match (j as usize).checked_sub(n) {
-                None => key(self.keys[j as usize]),
-                Some(g) => key(self.gone_keys[g]),
+                None => key(self.names.keys[j as usize]),
+                Some(g) => key(self.names.gone_keys[g]),
             }),
         )?;
         let cells = PyList::new(py, o.cells.iter().map(|&(r, c, v)| (r, c, v as i64)))?;
