@@ -23,6 +23,9 @@ use std::collections::HashMap;
 use input::{Index, Input};
 use problem::{Outcome, Outputs, Problem};
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The algorithms this core runs; any other falls back to the reference.
 const ALGORITHMS: [&str; 13] = [
     "nf",
