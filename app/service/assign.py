@@ -138,18 +138,19 @@ def _algorithm_of(request: AssignRequest, partitions: int, limits: Limits) -> tu
 
 
 def compute_compiled(
-    request: AssignRequest, bulk: Bulk, capacity: float, group: str | None, limits: Limits
+    request: AssignRequest, bulk: Bulk, capacity: float, group: str | None, limits: Limits, stored: bool = False
 ) -> Computed:
     """`compute` and `run_job` for a request the compiled core read (`decode_assign`): the same checks in the
-    same order, and the answer (sparse delta) and the stored assignment written by the compiled core."""
+    same order, and the answer (sparse delta) written by the compiled core; with `stored`, also the assignment
+    as the store keeps it and the moves of the history."""
     algorithm, params = _algorithm_of(request, bulk.size, limits)
     started = time.perf_counter()
     solution, lower_bound = native.solve_bulk(bulk, algorithm.name, capacity, params, limits.max_consumers)
     seconds = time.perf_counter() - started
-    used, moves, moved_rate, top, overloaded, rscore = solution.summary(HISTORY_MOVES)
+    used, moves, moved_rate, top, overloaded, rscore = solution.summary(HISTORY_MOVES if stored else 0)
     return Computed(
         solution.answer(algorithm.name, lower_bound, encode(wired(solution.outputs())), encode(group)),
-        solution.stored(),
+        solution.stored() if stored else b"",
         algorithm.name,
         float(capacity),
         rscore,
@@ -319,9 +320,11 @@ class AssignService:
     async def _compiled(self, request: AssignRequest, bulk: Bulk, capacity: float) -> Computed:
         """A request the compiled core read: on the event loop when small (well under a millisecond), else on
         one of the pool's threads, the GIL released."""
+        stored = bool(request.group) and not request.dry_run
+        job = (request, bulk, capacity, request.group, self.limits, stored)
         if bulk.work <= self.inline_compiled:
-            return compute_compiled(request, bulk, capacity, request.group, self.limits)
-        return await self.pool.run_in_thread(compute_compiled, request, bulk, capacity, request.group, self.limits)
+            return compute_compiled(*job)
+        return await self.pool.run_in_thread(compute_compiled, *job)
 
     async def run(self, job: AssignJob, gone: Callable[[], Awaitable[object]] | None = None) -> Computed:
         """The computation: on the event loop when it is cheap and small, else in a compute worker."""

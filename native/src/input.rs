@@ -8,12 +8,10 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::Deserialize;
 
 use crate::consumers::NONE;
+use crate::json::Reader;
 use crate::natural;
 
 
@@ -32,9 +30,12 @@ impl<'a> Recent<'a> {
     }
 
     fn slot(name: &str) -> usize {
+        // names like "orders-3" differ at the end: the last two bytes, the first and the length
         let b = name.as_bytes();
-        let mix = b.len() ^ b.first().map_or(0, |&c| c as usize) << 2 ^ b.last().map_or(0, |&c| c as usize) << 4;
-        mix & 63
+        let at = |i: usize| b.get(i).map_or(0, |&c| c as usize);
+        let n = b.len();
+        let h = ((n * 31 + at(0)) * 31 + at(n.wrapping_sub(2))) * 31 + at(n.wrapping_sub(1));
+        (h ^ h >> 6) & 63
     }
 
     pub fn get(&mut self, name: &'a str, lookup: impl FnOnce() -> Option<u32>) -> Option<u32> {
@@ -308,315 +309,189 @@ fn sized(s: &str) -> bool {
 /// A partition number msgspec's `Meta(ge=0, le=2**31 - 1)` accepts.
 const MAX_PARTITION: u64 = (1 << 31) - 1;
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PartitionRate<'a> {
-    #[serde(borrow)]
-    topic: Str<'a>,
-    partition: u64,
-    rate: f64,
-    #[serde(default)]
-    lag: Option<f64>,
+/// Topics as integers while reading, the recent ones in front of the map.
+struct TopicTable<'a> {
+    names: Vec<String>,
+    ids: HashMap<String, u32>,
+    recent: Recent<'a>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PartitionRef<'a> {
-    #[serde(borrow)]
-    topic: Str<'a>,
-    partition: u64,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SizedMember<'a> {
-    #[serde(borrow)]
-    id: Str<'a>,
-    capacity: f64,
-}
-
-/// A member: its id, or {id, capacity}.
-struct Member<'a>(Str<'a>, Option<f64>);
-
-impl<'de> Deserialize<'de> for Member<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Member<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a consumer id or {id, capacity}")
+impl<'a> TopicTable<'a> {
+    fn id(&mut self, topic: &Str<'a>) -> Option<u32> {
+        let (names, ids) = (&mut self.names, &mut self.ids);
+        let mut lookup = |name: &str| -> Option<u32> {
+            if let Some(&t) = ids.get(name) {
+                return Some(t);
             }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Member(Cow::Borrowed(v), None))
+            if !sized(name) {
+                return None;
             }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Member(Cow::Owned(v.to_owned()), None))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                let m = SizedMember::deserialize(de::value::MapAccessDeserializer::new(map))?;
-                Ok(Member(m.id, Some(m.capacity)))
-            }
-        }
-        deserializer.deserialize_any(V)
-    }
-}
-
-/// The previous assignment: consumer → partitions, in the request's order, each consumer once; the
-/// partitions of all in one list (consumer i's are the next `count` of them).
-struct PreviousDoc<'a> {
-    consumers: Vec<(Str<'a>, usize)>,
-    held: Vec<PartitionRef<'a>>,
-}
-
-/// One consumer's partitions, appended to the shared list.
-struct Held<'s, 'a>(&'s mut Vec<PartitionRef<'a>>);
-
-impl<'de> DeserializeSeed<'de> for Held<'_, 'de> {
-    type Value = usize;
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<usize, D::Error> {
-        deserializer.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Held<'_, 'de> {
-    type Value = usize;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a list of partitions")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<usize, A::Error> {
-        let before = self.0.len();
-        while let Some(r) = seq.next_element::<PartitionRef<'de>>()? {
-            self.0.push(r);
-        }
-        Ok(self.0.len() - before)
-    }
-}
-
-impl<'de> Deserialize<'de> for PreviousDoc<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = PreviousDoc<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("consumer → partitions")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut doc = PreviousDoc {
-                    consumers: vec![],
-                    held: vec![],
-                };
-                // (a consumer listed twice is refused by `set_previous`)
-                while let Some(Borrowed(name)) = map.next_key()? {
-                    let count = map.next_value_seed(Held(&mut doc.held))?;
-                    doc.consumers.push((name, count));
-                }
-                Ok(doc)
-            }
-        }
-        deserializer.deserialize_map(V)
-    }
-}
-
-/// A string, borrowed from the body unless it holds an escape.
-struct Borrowed<'a>(Str<'a>);
-
-impl<'de> Deserialize<'de> for Borrowed<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Borrowed<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Borrowed(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Borrowed(Cow::Owned(v.to_owned())))
-            }
-        }
-        deserializer.deserialize_str(V)
-    }
-}
-
-/// Any JSON value, checked for a key repeated in one object (msgspec keeps the last silently; the reference
-/// refuses it), and otherwise skipped.
-struct Unrepeated;
-
-impl<'de> Deserialize<'de> for Unrepeated {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Unrepeated;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(Unrepeated)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(Unrepeated)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(Unrepeated)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(Unrepeated)
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(Unrepeated)
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(Unrepeated)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                while seq.next_element::<Unrepeated>()?.is_some() {}
-                Ok(Unrepeated)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut seen: HashSet<Str<'de>> = HashSet::new();
-                while let Some(key) = map.next_key::<Str<'de>>()? {
-                    if !seen.insert(key) {
-                        return Err(de::Error::custom("a key twice"));
-                    }
-                    map.next_value::<Unrepeated>()?;
-                }
-                Ok(Unrepeated)
-            }
-        }
-        deserializer.deserialize_any(V)
-    }
-}
-
-/// The request's top-level object: the bulk read, the other fields kept as written.
-struct Request<'a> {
-    partitions: Option<Vec<PartitionRate<'a>>>,
-    previous: Option<PreviousDoc<'a>>,
-    members: Option<Vec<Member<'a>>>,
-    /// `{"field":value,…}` of every other field (and of a bulk field given as null), for msgspec.
-    rest: Vec<u8>,
-}
-
-struct RequestSeed;
-
-impl<'de> DeserializeSeed<'de> for RequestSeed {
-    type Value = Request<'de>;
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for RequestSeed {
-    type Value = Request<'de>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an assignment request")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut request = Request {
-            partitions: None,
-            previous: None,
-            members: None,
-            rest: vec![b'{'],
+            let t = names.len() as u32;
+            ids.insert(name.to_owned(), t);
+            names.push(name.to_owned());
+            Some(t)
         };
-        let mut seen: HashSet<Str<'de>> = HashSet::new();
-        while let Some(key) = map.next_key::<Str<'de>>()? {
-            if !seen.insert(key.clone()) {
-                return Err(de::Error::custom("a key twice"));
-            }
-            let keep = |request: &mut Request, raw: &str| {
-                if request.rest.len() > 1 {
-                    request.rest.push(b',');
-                }
-                crate::answer::string(&mut request.rest, &key);
-                request.rest.push(b':');
-                request.rest.extend_from_slice(raw.as_bytes());
-            };
-            match key.as_ref() {
-                "partitions" => match map.next_value()? {
-                    Some(partitions) => request.partitions = Some(partitions),
-                    None => keep(&mut request, "null"),
-                },
-                "previous" => match map.next_value()? {
-                    Some(previous) => request.previous = Some(previous),
-                    None => keep(&mut request, "null"),
-                },
-                "members" => match map.next_value()? {
-                    Some(members) => request.members = Some(members),
-                    None => keep(&mut request, "null"),
-                },
-                _ => {
-                    let raw: &'de serde_json::value::RawValue = map.next_value()?;
-                    serde_json::from_str::<Unrepeated>(raw.get()).map_err(de::Error::custom)?;
-                    keep(&mut request, raw.get());
-                }
-            }
+        match topic {
+            Cow::Borrowed(name) => self.recent.get(name, || lookup(name)),
+            Cow::Owned(name) => lookup(name),
         }
-        request.rest.push(b'}');
-        Ok(request)
     }
 }
 
-/// The request's JSON → (the other fields' JSON, the bulk on arrays); None to let the reference decode it.
-pub fn parse(body: &[u8]) -> Option<(Vec<u8>, Input)> {
-    let mut deserializer = serde_json::Deserializer::from_slice(body);
-    let request = RequestSeed.deserialize(&mut deserializer).ok()?;
-    deserializer.end().ok()?;
-    let partitions = request.partitions?; // none given (a group's stored rates): the reference decodes it
-    let mut topic_ids: HashMap<&str, u32> = HashMap::new();
-    let mut topics: Vec<String> = vec![];
-    let n = partitions.len();
-    let (mut keys, mut rates, mut lags) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
-    let mut recent = Recent::new();
-    for p in &partitions {
-        let good = |v: f64| v >= 0.0; // finite: JSON has no NaN or infinity, and out-of-range numbers fail
-        if p.partition > MAX_PARTITION || !good(p.rate) || !p.lag.is_none_or(good) {
-            return None;
+/// `{"topic": …, "partition": …}` plus, for a partition of the request, `"rate"` and `"lag"`: each key at most
+/// once, no other key, topic, partition (and rate) required.
+fn partition_object<'a>(r: &mut Reader<'a>, rated: bool) -> Option<(Str<'a>, u64, f64, Option<f64>)> {
+    r.eat(b'{')?;
+    let (mut topic, mut partition, mut rate, mut lag) = (None, None, None, None);
+    let mut first = true;
+    while r.more(b'}', first)? {
+        first = false;
+        let key = r.plain_key()?;
+        r.eat(b':')?;
+        match key {
+            b"topic" if topic.is_none() => topic = Some(r.string()?),
+            b"partition" if partition.is_none() => partition = Some(r.unsigned(MAX_PARTITION)?),
+            b"rate" if rated && rate.is_none() => rate = Some(r.float()?),
+            b"lag" if rated && lag.is_none() => lag = Some(if r.null() { None } else { Some(r.float()?) }),
+            _ => return None, // unknown, or given twice
         }
-        let topic: &str = &p.topic;
-        let t = recent.get(topic, || {
-            Some(match topic_ids.get(topic) {
-                Some(&t) => t,
-                None => {
-                    if !sized(topic) {
-                        return None;
-                    }
-                    let t = topics.len() as u32;
-                    topic_ids.insert(topic, t);
-                    topics.push(topic.to_owned());
-                    t
-                }
-            })
-        })?;
-        keys.push((t, p.partition as i64));
-        rates.push(p.rate);
-        lags.push(p.lag);
     }
-    let mut input = Input::new(topics, keys, rates, lags)?;
-    if let Some(previous) = &request.previous {
-        let held = &previous.held;
-        if previous.consumers.iter().any(|(name, _)| !sized(name))
-            || held.iter().any(|r| r.partition > MAX_PARTITION || !sized(&r.topic))
-        {
+    let rate = if rated { rate? } else { 0.0 };
+    Some((topic?, partition?, rate, lag.flatten()))
+}
+
+/// A member: an id, or `{"id": …, "capacity": …}`.
+fn member<'a>(r: &mut Reader<'a>) -> Option<(Str<'a>, Option<f64>)> {
+    if r.peek()? == b'"' {
+        return Some((r.string()?, None));
+    }
+    r.eat(b'{')?;
+    let (mut id, mut capacity) = (None, None);
+    let mut first = true;
+    while r.more(b'}', first)? {
+        first = false;
+        let key = r.string()?;
+        r.eat(b':')?;
+        match key.as_ref() {
+            "id" if id.is_none() => id = Some(r.string()?),
+            "capacity" if capacity.is_none() => capacity = Some(r.float()?),
+            _ => return None,
+        }
+    }
+    Some((id?, Some(capacity?)))
+}
+
+/// The request's JSON → (the other fields' JSON, for msgspec; the partitions, previous assignment and members
+/// on arrays); None to let the reference decode it.
+pub fn parse(body: &[u8]) -> Option<(Vec<u8>, Input)> {
+    let mut r = Reader::new(body);
+    r.eat(b'{')?;
+    let mut rest = vec![b'{'];
+    let mut fields: Vec<Str> = vec![];
+    let mut topics = TopicTable {
+        names: vec![],
+        ids: HashMap::new(),
+        recent: Recent::new(),
+    };
+    let (mut keys, mut rates, mut lags) = (vec![], vec![], vec![]);
+    let mut partitions = false;
+    let mut previous: Option<(Vec<(Str, usize)>, Vec<(Str, u64)>)> = None;
+    let mut members: Option<Vec<(Str, Option<f64>)>> = None;
+    let mut first = true;
+    while r.more(b'}', first)? {
+        first = false;
+        let field = r.string()?;
+        if fields.contains(&field) {
+            return None; // a key twice
+        }
+        r.eat(b':')?;
+        let bulk = matches!(field.as_ref(), "partitions" | "previous" | "members");
+        if bulk && r.peek()? != b'n' {
+            match field.as_ref() {
+                "partitions" => {
+                    partitions = true;
+                    r.eat(b'[')?;
+                    let mut first = true;
+                    while r.more(b']', first)? {
+                        first = false;
+                        let (topic, partition, rate, lag) = partition_object(&mut r, true)?;
+                        if !(rate >= 0.0 && lag.is_none_or(|l| l >= 0.0)) {
+                            return None;
+                        }
+                        keys.push((topics.id(&topic)?, partition as i64));
+                        rates.push(rate);
+                        lags.push(lag);
+                    }
+                }
+                "previous" => {
+                    let (mut consumers, mut held) = (vec![], vec![]);
+                    r.eat(b'{')?;
+                    let mut first = true;
+                    while r.more(b'}', first)? {
+                        first = false;
+                        let name = r.string()?;
+                        r.eat(b':')?;
+                        r.eat(b'[')?;
+                        let before = held.len();
+                        let mut first = true;
+                        while r.more(b']', first)? {
+                            first = false;
+                            let (topic, partition, ..) = partition_object(&mut r, false)?;
+                            held.push((topic, partition));
+                        }
+                        consumers.push((name, held.len() - before));
+                    }
+                    previous = Some((consumers, held));
+                }
+                _ => {
+                    let mut list = vec![];
+                    r.eat(b'[')?;
+                    let mut first = true;
+                    while r.more(b']', first)? {
+                        first = false;
+                        list.push(member(&mut r)?);
+                    }
+                    members = Some(list);
+                }
+            }
+        } else {
+            r.ws();
+            let start = r.at;
+            r.skip(0)?;
+            if rest.len() > 1 {
+                rest.push(b',');
+            }
+            crate::answer::string(&mut rest, &field);
+            rest.push(b':');
+            rest.extend_from_slice(&body[start..r.at]);
+        }
+        fields.push(field);
+    }
+    r.ws();
+    if r.at != body.len() || !partitions {
+        return None; // more after the object; or no partitions (a group's stored rates): the reference reads it
+    }
+    rest.push(b'}');
+    let mut input = Input::new(topics.names.clone(), keys, rates, lags)?;
+    if let Some((consumers, held)) = &previous {
+        if consumers.iter().any(|(name, _)| !sized(name)) {
             return None;
         }
-        let mut recent = Recent::new();
-        let keys = held.iter().map(|r| {
-            let t = recent.get(&r.topic, || Some(input.topic(&r.topic))).unwrap();
-            (t, r.partition as i64)
-        });
-        let keys: Vec<(u32, i64)> = keys.collect();
-        let consumers = previous.consumers.iter().map(|(name, count)| (name.as_ref(), *count));
+        let mut keys = Vec::with_capacity(held.len());
+        for (topic, partition) in held {
+            keys.push((topics.id(topic)?, *partition as i64));
+        }
+        for name in topics.names.iter().skip(input.topics.len()) {
+            input.topic(name); // topics only the previous assignment names: numbered as here
+        }
+        let consumers = consumers.iter().map(|(name, count)| (name.as_ref(), *count));
         input.set_previous(consumers.collect(), &keys)?;
     }
-    if let Some(members) = &request.members {
-        if members.iter().any(|m| !sized(&m.0)) {
+    if let Some(members) = &members {
+        if members.iter().any(|(id, _)| !sized(id)) {
             return None;
         }
-        input.set_members(members.iter().map(|m| (m.0.as_ref(), m.1)).collect())?;
+        input.set_members(members.iter().map(|(id, capacity)| (id.as_ref(), *capacity)).collect())?;
     }
-    Some((request.rest, input))
+    Some((rest, input))
 }

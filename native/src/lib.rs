@@ -8,6 +8,7 @@ mod bins;
 mod consumers;
 mod fit;
 mod input;
+mod json;
 mod least_loaded;
 mod natural;
 mod problem;
@@ -342,7 +343,7 @@ impl Solution {
     ) -> PyResult<(usize, usize, f64, Bound<'py, PyList>, usize, f64)> {
         let (p, o) = (&self.problem, &self.outcome);
         let moved_rate = o.moved.iter().fold(0.0, |s, &j| s + p.rates[j as usize]);
-        let mut largest: Vec<usize> = (0..o.moved.len()).collect();
+        let mut largest: Vec<usize> = (0..o.moved.len()).take(if top == 0 { 0 } else { usize::MAX }).collect();
         largest.sort_by(|&a, &b| {
             let (ra, rb) = (p.rates[o.moved[a] as usize], p.rates[o.moved[b] as usize]);
             rb.partial_cmp(&ra).unwrap()

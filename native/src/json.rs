@@ -1,0 +1,276 @@
+//! A strict JSON reader (RFC 8259) over the request's bytes, for input.rs: strings borrowed unless they hold
+//! an escape, numbers as their text, any value skipped with every object checked for a key given twice.
+//! Every method returns None on anything it does not take (invalid JSON, a lone surrogate, nesting deeper
+//! than `MAX_DEPTH`): the caller then declines the request and the reference decoder reads it.
+
+use std::borrow::Cow;
+
+const MAX_DEPTH: usize = 64;
+
+pub struct Reader<'a> {
+    pub bytes: &'a [u8],
+    pub at: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Reader { bytes, at: 0 }
+    }
+
+    pub fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.at) {
+            self.at += 1;
+        }
+    }
+
+    /// The next byte after whitespace, not consumed.
+    pub fn peek(&mut self) -> Option<u8> {
+        self.ws();
+        self.bytes.get(self.at).copied()
+    }
+
+    /// Consume `byte` (after whitespace).
+    pub fn eat(&mut self, byte: u8) -> Option<()> {
+        (self.peek()? == byte).then(|| self.at += 1)
+    }
+
+    /// After an opening `[` or `{` and each item: whether another item follows (`,` consumed), or the
+    /// container ends (`close` consumed). `first`: no item yet.
+    pub fn more(&mut self, close: u8, first: bool) -> Option<bool> {
+        match self.peek()? {
+            b if b == close => {
+                self.at += 1;
+                Some(false)
+            }
+            b',' if !first => {
+                self.at += 1;
+                Some(true)
+            }
+            _ if first => Some(true),
+            _ => None,
+        }
+    }
+
+    pub fn literal(&mut self, word: &[u8]) -> Option<()> {
+        self.ws();
+        let end = self.at + word.len();
+        (self.bytes.get(self.at..end)? == word).then(|| self.at = end)
+    }
+
+    pub fn null(&mut self) -> bool {
+        self.literal(b"null").is_some()
+    }
+
+    pub fn string(&mut self) -> Option<Cow<'a, str>> {
+        self.eat(b'"')?;
+        let start = self.at;
+        loop {
+            match *self.bytes.get(self.at)? {
+                b'"' => {
+                    let text = std::str::from_utf8(&self.bytes[start..self.at]).ok()?;
+                    self.at += 1;
+                    return Some(Cow::Borrowed(text));
+                }
+                b'\\' => break,
+                0..=0x1f => return None,
+                _ => self.at += 1,
+            }
+        }
+        let mut text: Vec<u8> = self.bytes[start..self.at].to_vec();
+        loop {
+            match *self.bytes.get(self.at)? {
+                b'"' => {
+                    self.at += 1;
+                    return String::from_utf8(text).ok().map(Cow::Owned);
+                }
+                b'\\' => {
+                    let escape = *self.bytes.get(self.at + 1)?;
+                    self.at += 2;
+                    let c = match escape {
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'/' => '/',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
+                        b'u' => {
+                            let high = self.hex4()?;
+                            let code = if (0xd800..0xdc00).contains(&high) {
+                                (self.bytes.get(self.at..self.at + 2)? == b"\\u").then_some(())?;
+                                self.at += 2;
+                                let low = self.hex4()?;
+                                (0xdc00..0xe000).contains(&low).then_some(())?;
+                                0x10000 + ((high - 0xd800) << 10) + (low - 0xdc00)
+                            } else {
+                                high
+                            };
+                            char::from_u32(code)? // a lone surrogate is not a character
+                        }
+                        _ => return None,
+                    };
+                    let mut buffer = [0u8; 4];
+                    text.extend_from_slice(c.encode_utf8(&mut buffer).as_bytes());
+                }
+                0..=0x1f => return None,
+                b => {
+                    text.push(b);
+                    self.at += 1;
+                }
+            }
+        }
+    }
+
+    /// An object key without escapes, as its bytes (for matching known keys: one with an escape, or not
+    /// UTF-8, matches none of them and is declined).
+    pub fn plain_key(&mut self) -> Option<&'a [u8]> {
+        self.eat(b'"')?;
+        let start = self.at;
+        let end = start + self.bytes[start..].iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+        (self.bytes[end] == b'"').then_some(())?;
+        self.at = end + 1;
+        Some(&self.bytes[start..end])
+    }
+
+    fn hex4(&mut self) -> Option<u32> {
+        let digits = std::str::from_utf8(self.bytes.get(self.at..self.at + 4)?).ok()?;
+        if !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        self.at += 4;
+        u32::from_str_radix(digits, 16).ok()
+    }
+
+    /// A number's text, by the JSON grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+    pub fn number(&mut self) -> Option<&'a str> {
+        self.ws();
+        let start = self.at;
+        let digits = |r: &mut Self| {
+            let from = r.at;
+            while r.bytes.get(r.at).is_some_and(u8::is_ascii_digit) {
+                r.at += 1;
+            }
+            r.at > from
+        };
+        if self.bytes.get(self.at) == Some(&b'-') {
+            self.at += 1;
+        }
+        match self.bytes.get(self.at)? {
+            b'0' => self.at += 1,
+            b'1'..=b'9' => {
+                digits(self);
+            }
+            _ => return None,
+        }
+        if self.bytes.get(self.at) == Some(&b'.') {
+            self.at += 1;
+            digits(self).then_some(())?;
+        }
+        if let Some(b'e' | b'E') = self.bytes.get(self.at) {
+            self.at += 1;
+            if let Some(b'+' | b'-') = self.bytes.get(self.at) {
+                self.at += 1;
+            }
+            digits(self).then_some(())?;
+        }
+        // ASCII by the grammar
+        Some(unsafe { std::str::from_utf8_unchecked(&self.bytes[start..self.at]) })
+    }
+
+    /// A number as msgspec reads it into a float field: an integer literal (up to 18 digits, not negative:
+    /// the longer and the negative ones are left to the reference) or a float literal, finite.
+    pub fn float(&mut self) -> Option<f64> {
+        let text = self.number()?;
+        let integer = text.bytes().all(|b| b.is_ascii_digit());
+        if integer {
+            return (text.len() <= 18).then(|| text.parse::<u64>().ok().map(|v| v as f64))?;
+        }
+        if text.bytes().all(|b| b == b'-' || b.is_ascii_digit()) {
+            return None; // a negative integer
+        }
+        text.parse::<f64>().ok().filter(|v| v.is_finite())
+    }
+
+    /// A non-negative integer literal (digits only) up to `max`.
+    pub fn unsigned(&mut self, max: u64) -> Option<u64> {
+        let text = self.number()?;
+        if text.len() > 18 || !text.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        text.parse::<u64>().ok().filter(|&v| v <= max)
+    }
+
+    /// Skip any value; false where it is not valid JSON or an object in it gives a key twice.
+    pub fn skip(&mut self, depth: usize) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        match self.peek()? {
+            b'"' => self.string().map(drop),
+            b'{' => {
+                self.at += 1;
+                let mut keys: Vec<Cow<'a, str>> = vec![];
+                let mut first = true;
+                while self.more(b'}', first)? {
+                    first = false;
+                    let key = self.string()?;
+                    if keys.contains(&key) {
+                        return None;
+                    }
+                    keys.push(key);
+                    self.eat(b':')?;
+                    self.skip(depth + 1)?;
+                }
+                Some(())
+            }
+            b'[' => {
+                self.at += 1;
+                let mut first = true;
+                while self.more(b']', first)? {
+                    first = false;
+                    self.skip(depth + 1)?;
+                }
+                Some(())
+            }
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            _ => self.number().map(drop),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings() {
+        let mut r = Reader::new(br#" "a\u00e9\n\ud83d\ude00" "b" "\ud800" "#);
+        assert_eq!(r.string().unwrap(), "aé\n😀");
+        assert_eq!(r.string().unwrap(), "b");
+        assert!(r.string().is_none());
+    }
+
+    #[test]
+    fn numbers() {
+        for (text, value) in [("0", Some(0.0)), ("12.5e1", Some(125.0)), ("-0.0", Some(-0.0)), ("1e400", None)] {
+            assert_eq!(Reader::new(text.as_bytes()).float(), value, "{text}");
+        }
+        for bad in ["01", "1.", ".5", "+1", "-", "1e", "-3", "NaN"] {
+            let mut r = Reader::new(bad.as_bytes());
+            assert!(r.float().is_none() || r.at < bad.len(), "{bad}");
+        }
+        assert_eq!(Reader::new(b"2147483647").unsigned(2147483647), Some(2147483647));
+        assert_eq!(Reader::new(b"2147483648").unsigned(2147483647), None);
+    }
+
+    #[test]
+    fn skipping() {
+        assert!(Reader::new(br#"{"a":[1,{"b":null}],"c":true}"#).skip(0).is_some());
+        assert!(Reader::new(br#"{"a":1,"a":2}"#).skip(0).is_none());
+        assert!(Reader::new(br#"[1,]"#).skip(0).is_none());
+        assert!(Reader::new(br#"{"a" 1}"#).skip(0).is_none());
+    }
+}
