@@ -60,12 +60,16 @@ def request(rnd: random.Random, algorithm: str) -> dict[str, Any]:
     owners = rnd.sample(IDS, rnd.randint(0, 6))
     if owners:
         previous: dict[str, list[dict[str, Any]]] = {c: [] for c in owners}
-        for topic, partition in [k for k in keys if rnd.random() < 0.8] + [("gone", p) for p in range(rnd.randint(0, 2))]:
+        for topic, partition in [k for k in keys if rnd.random() < 0.8] + [
+            ("gone", p) for p in range(rnd.randint(0, 2))
+        ]:
             previous[rnd.choice(owners)].append({"topic": topic, "partition": partition})
         body["previous"] = previous
     if rnd.random() < 0.4:
         members = rnd.sample(IDS, rnd.randint(1, 5))
-        body["members"] = [m if rnd.random() < 0.5 else {"id": m, "capacity": rnd.choice([50, 100.0, 75.5])} for m in members]
+        body["members"] = [
+            m if rnd.random() < 0.5 else {"id": m, "capacity": rnd.choice([50, 100.0, 75.5])} for m in members
+        ]
     if algorithm.startswith("m") and rnd.random() < 0.5:
         body["params"] = {"max_rscore": rnd.choice([0.0, 0.5, 2]), "max_moves": rnd.randint(0, 4)}
     if algorithm == "least-loaded" and rnd.random() < 0.5:
@@ -118,8 +122,10 @@ BROKEN: dict[str, Any] = {
     "partitions an object": _set(["partitions"], {}),
     "duplicate partition": lambda b: b["partitions"].append(dict(b["partitions"][0])),
     "previous partition twice": lambda b: b["previous"]["c2"].append(b["previous"]["c1"][0]),
-    "previous gone partition twice": lambda b: b["previous"]["c2"].append({"topic": "x", "partition": 1})
-    or b["previous"]["c1"].append({"topic": "x", "partition": 1}),
+    "previous gone partition twice": lambda b: (
+        b["previous"]["c2"].append({"topic": "x", "partition": 1})
+        or b["previous"]["c1"].append({"topic": "x", "partition": 1})
+    ),
     "empty consumer id": _set(["previous", ""], []),
     "previous null list": _set(["previous", "c3"], None),
     "previous ref with rate": _set(["previous", "c1", 0, "rate"], 1),
