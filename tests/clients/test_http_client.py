@@ -22,23 +22,38 @@ from groupfit_client import (
     AlgorithmRun,
     Assignment,
     AsyncGroupfitClient,
+    BrokerUtilization,
     ConsumerLoad,
     Delta,
     Evaluation,
     GroupfitClient,
     GroupfitError,
+    GroupList,
     GroupState,
+    GroupSummary,
     HistoryEntry,
     LatencyFigures,
     Move,
     OverloadedPartition,
+    PartitionPlacement,
     PartitionRate,
+    Peak,
+    Placement,
     RatesAck,
+    RatesWindow,
+    Reassignment,
+    ReassignmentPartition,
+    Replay,
+    ReplayRun,
+    ReplicaMove,
+    ScaleSignal,
     StoredRates,
     TopicPartition,
     _core,
 )
 from groupfit_client.client import _ClientBase, _Method
+
+from app.api.examples import PLACEMENT_REQUEST
 
 ROOT = Path(__file__).resolve().parents[2]
 REQUEST = {
@@ -49,6 +64,13 @@ REQUEST = {
 RATES = [PartitionRate("t", p, 4.0, lag=p * 10) for p in range(5)]
 WINDOW_END = "2026-11-22T10:00:00Z"
 STREAM = [{"t": {"0": 4.0, "1": 6.0, "2": 3.0}}, {"t": {"0": 7.0, "1": 2.0, "2": 5.0}}]
+# The example for the heuristic (the exact solver's answer may depend on its time budget), with the room it needs
+HEURISTIC_PLACEMENT = {
+    **PLACEMENT_REQUEST,
+    "solver": "heuristic",
+    "brokers": [{**broker, "disk": 2000, "network": 20} for broker in PLACEMENT_REQUEST["brokers"]],
+    "options": {"objective": "balance"},
+}
 
 
 def fresh_group(prefix: str) -> str:
@@ -123,6 +145,89 @@ def test_a_partition_over_capacity_is_reported(live_service):
     ]
 
 
+def test_operator_calls_round_trip(live_service):
+    """The listing, the rates history, its replay and the scaling signal of one group, as the rates change."""
+    group = fresh_group("operator")
+    ends = [dt.datetime(2026, 11, 22, 10, 0, s, tzinfo=dt.UTC) for s in (0, 30)]
+    with GroupfitClient(live_service.url) as client:
+        client.put_rates(group, RATES, ends[0])
+        client.assign_idempotent({"algorithm": "bfd", "capacity": 10, "group": group})
+        client.put_rates(group, [PartitionRate("t", p, 9.0) for p in range(5)], ends[1])  # one per consumer now
+        [summary] = client.groups(contains=group).groups
+        assert (summary.group, summary.version, summary.algorithm, summary.capacity) == (group, 1, "bfd", 10)
+        assert (summary.consumers, summary.partition_count, summary.rates_window_end) == (3, 5, ends[1])
+        assert summary.rates_age_s is not None and summary.rates_age_s >= 0
+        windows = client.rates_history(group)
+        assert [w.window_end for w in windows] == ends  # oldest first
+        assert windows[0].rates[TopicPartition("t", 3)] == 4.0 and windows[1].rates[TopicPartition("t", 3)] == 9.0
+        assert [w.window_end for w in client.rates_history(group, limit=1)] == ends[1:]
+        signal = client.scale(group)
+        assert (signal.needed, signal.current, signal.lower_bound, signal.action) == (5, 3, 5, "up")
+        assert signal.total_rate == 45 and signal.rates_window_end == ends[1] and len(signal.overloaded) == 2
+        replay = client.replay(group, ["bfd", "mwf"], latency=False)
+        assert (replay.windows, replay.window_ends, replay.iteration_s, replay.capacity) == (2, ends, 30, 10)
+        assert all(run.consumers == [3, 5] and run.latency is None for run in replay.results.values())
+        assert client.replay(group, ["bfd"], windows=1).results["bfd"].consumers == [5]
+        client.delete_group(group)
+        assert client.groups(contains=group).groups == []
+
+
+def test_a_replica_placement_is_typed(live_service):
+    with GroupfitClient(live_service.url) as client:
+        plan = client.place_replicas(PLACEMENT_REQUEST, timeout=30)
+    # broker 1 holds 1 100 of its 1 000: a 400-byte replica of orders/0 leaves it for broker 3 (as in the example)
+    assert plan.moves == [ReplicaMove(TopicPartition("orders", 0), 1, 3, 400.0)] and plan.bytes_moved == 400
+    assert plan.replicas[TopicPartition("orders", 0)] == [2, 3] and plan.optimal and plan.solver == "exact"
+    assert plan.reassignment.partitions == [ReassignmentPartition(TopicPartition("orders", 0), [2, 3])]
+    assert plan.reassignment.raw == {
+        "version": 1,
+        "partitions": [{"topic": "orders", "partition": 0, "replicas": [2, 3]}],
+    }
+    assert plan.peak_after.disk == pytest.approx(0.8) and plan.peak_before.disk == pytest.approx(1.1)
+    assert {b.id: (b.replicas_before, b.replicas_after) for b in plan.brokers} == {1: (3, 2), 2: (2, 2), 3: (1, 2)}
+
+
+# Each new call with arguments the service refuses (a group made by `stored_group`), the stable code and status.
+REFUSED: dict[str, tuple[Callable[[str], tuple[tuple, dict]], str, int]] = {
+    "groups": (lambda g: ((), {"limit": 0}), "invalid_request", 422),
+    "scale": (lambda g: ((f"{g}-none",), {}), "group_not_found", 404),
+    "rates_history": (lambda g: ((f"{g}-none",), {}), "group_not_found", 404),
+    "replay": (lambda g: ((g, ["mwf", "nope"]), {}), "unknown_algorithm", 422),
+    "place_replicas": (
+        lambda g: (({**PLACEMENT_REQUEST, "brokers": PLACEMENT_REQUEST["brokers"][:2]},), {}),
+        "placement_infeasible",
+        422,
+    ),
+}
+
+
+@pytest.mark.parametrize("method", sorted(REFUSED))
+def test_refusals_arrive_as_the_typed_error_in_both_clients(live_service, method):
+    arguments, code, status = REFUSED[method]
+    with GroupfitClient(live_service.url) as client:
+        args, kwargs = arguments(stored_group(client, fresh_group("refused")))
+        with pytest.raises(GroupfitError) as blocking:
+            getattr(client, method)(*args, **kwargs)
+
+    async def awaited() -> GroupfitError:
+        async with AsyncGroupfitClient(live_service.url) as async_client:
+            with pytest.raises(GroupfitError) as error:
+                await getattr(async_client, method)(*args, **kwargs)
+            return error.value
+
+    for error in (blocking.value, asyncio.run(awaited())):
+        assert (error.code, error.status) == (code, status) and error.message
+
+
+def test_scale_without_rates_is_no_rates(live_service):
+    group = fresh_group("no-rates")
+    with GroupfitClient(live_service.url) as client:
+        client.assign_idempotent({**REQUEST, "group": group})  # rates in the request only: none stored
+        with pytest.raises(GroupfitError) as error:
+            client.scale(group)
+    assert (error.value.code, error.value.status) == ("no_rates", 422)
+
+
 # -- group names are one path segment, whatever they hold ------------------------------------------
 
 # The group name pattern allows every printable ASCII character but space and '/': these would, unquoted,
@@ -176,6 +281,11 @@ CALLS: dict[str, tuple[Callable[[str], tuple[tuple, dict]], Any]] = {
     "rates": (lambda g: ((g,), {}), StoredRates),
     "evaluate": (lambda g: ((STREAM, 10.0, ["bfd", "mwf"]), {"latency": {"consumer_throughput": 12.0}}), Evaluation),
     "healthy": (lambda g: ((), {"timeout": 2.0}), bool),
+    "groups": (lambda g: ((), {"contains": g, "limit": 5}), GroupList),
+    "scale": (lambda g: ((g,), {}), ScaleSignal),
+    "rates_history": (lambda g: ((g,), {"limit": 5}), RatesWindow),
+    "replay": (lambda g: ((g, ["bfd", "mwf"], 10), {"consumer_throughput": 12.0, "rebalance_s": 1.0}), Replay),
+    "place_replicas": (lambda g: ((HEURISTIC_PLACEMENT,), {}), Placement),
 }
 MUTATING = {"delete_group", "put_rates"}  # each client gets its own group
 
@@ -187,8 +297,13 @@ def test_every_method_is_in_the_comparison():
 
 
 def without_times(result: Any) -> Any:
-    """A put_rates acknowledgement without what differs between two writes (when, and to which group)."""
-    return dataclasses.replace(result, group="", updated_at=None) if isinstance(result, RatesAck) else result
+    """A put_rates acknowledgement without what differs between two writes (when, and to which group); a
+    listing without the age of the rates, which grows between two reads."""
+    if isinstance(result, RatesAck):
+        return dataclasses.replace(result, group="", updated_at=None)
+    if isinstance(result, GroupList):
+        return dataclasses.replace(result, groups=[dataclasses.replace(g, rates_age_s=None) for g in result.groups])
+    return result
 
 
 @pytest.mark.parametrize("method", sorted(CALLS))
@@ -212,6 +327,14 @@ def test_sync_and_async_clients_give_the_same_typed_results(live_service, method
     if isinstance(result, Evaluation):
         assert set(result.results) == {"bfd", "mwf"}
         assert all(isinstance(run.latency, LatencyFigures) and run.iterations == 2 for run in result.results.values())
+    if isinstance(result, Replay):
+        assert (result.group, result.windows, set(result.results)) == (sync_group, 1, {"bfd", "mwf"})
+        assert all(isinstance(run, ReplayRun) and run.consumers == [3] for run in result.results.values())
+    if isinstance(result, GroupList):
+        assert [(g.group, g.version, g.partition_count) for g in result.groups] == [(sync_group, 1, 5)]
+    if isinstance(result, Placement):
+        assert all(isinstance(m, ReplicaMove) for m in result.moves) and isinstance(result.reassignment, Reassignment)
+        assert set(result.replicas) == {TopicPartition("orders", p) for p in range(3)}
 
 
 # -- per-call timeout, retry safety ---------------------------------------------------------------
@@ -335,7 +458,8 @@ def schema_of(spec: dict, node: dict) -> dict:
 def wire_fields(result_type: type) -> set[str]:
     """The JSON fields a result type reads: its own, with a TopicPartition standing for topic and partition."""
     names = {"from" if f.name == "from_" else f.name for f in dataclasses.fields(result_type) if f.name != "raw"}
-    return names | {"topic"} if result_type in (Move, OverloadedPartition) else names
+    keyed = (Move, OverloadedPartition, ReplicaMove, PartitionPlacement, ReassignmentPartition)
+    return names | {"topic"} if result_type in keyed else names
 
 
 def test_client_calls_and_results_match_the_contract():
@@ -371,6 +495,11 @@ def test_client_calls_and_results_match_the_contract():
         "rates": "StoredRates",
         "evaluate": "EvaluateResponse",
         "healthy": "Health",
+        "groups": "GroupList",
+        "scale": "ScaleSignal",
+        "rates_history": "RatesHistory",
+        "replay": "ReplayResponse",
+        "place_replicas": "PlacementResponse",
     }
     typed = {
         Assignment: "AssignResponse",
@@ -386,6 +515,32 @@ def test_client_calls_and_results_match_the_contract():
         Evaluation: "EvaluateResponse",
         AlgorithmRun: "AlgorithmRun",
         LatencyFigures: "LatencyFigures",
+        GroupList: "GroupList",
+        GroupSummary: "GroupSummary",
+        RatesWindow: "RatesWindow",
+        Replay: "ReplayResponse",
+        ReplayRun: "ReplayRun",
+        ScaleSignal: "ScaleSignal",
+        Placement: "PlacementResponse",
+        PartitionPlacement: "PartitionPlacement",
+        ReplicaMove: "ReplicaMove",
+        BrokerUtilization: "BrokerUtilization",
+        Peak: "Peak",
+        Reassignment: "Reassignment",
+        ReassignmentPartition: "ReassignmentPartition",
     }
     for result_type, schema in typed.items():
         assert wire_fields(result_type) == set(schemas[schema]["properties"]), result_type.__name__
+
+
+def test_query_defaults_are_the_services():
+    """A call given no optional arguments sends the defaults openapi/openapi.json declares."""
+    spec = json.loads((ROOT / "openapi" / "openapi.json").read_text())
+    calls = [_core.history("g"), _core.groups(), _core.rates_history("g"), _core.replay("g")]
+    for call in calls:
+        declared = {p["name"]: p["schema"].get("default") for p in operation(spec, call).get("parameters", [])}
+        assert dict(call.params) == {
+            name: str(value).lower() if isinstance(value, bool) else value
+            for name, value in declared.items()
+            if value is not None
+        }, call.path

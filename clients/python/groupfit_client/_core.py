@@ -4,7 +4,7 @@ async clients send these descriptions and differ only in how they send and wait,
 AsyncClient share one request-building base.
 
 Retries: connection errors and 503 are retried with exponential backoff, only for calls that are safe to
-repeat: reads, PUT of rates, DELETE, evaluation, and POST /v1/assign when it stores nothing (no group, or a
+repeat: reads, PUT of rates, DELETE, evaluation, placement, and POST /v1/assign when it stores nothing (no group, or a
 dry run) or carries an Idempotency-Key. Field names are those of openapi/openapi.json (a test checks them).
 """
 
@@ -24,11 +24,16 @@ from groupfit_client.results import (
     AlgorithmInfo,
     Assignment,
     Evaluation,
+    GroupList,
     GroupState,
     HistoryEntry,
     Json,
     PartitionRate,
+    Placement,
     RatesAck,
+    RatesWindow,
+    Replay,
+    ScaleSignal,
     StoredRates,
     TopicPartition,
 )
@@ -45,7 +50,7 @@ class Call(Generic[T]):
     method: str
     path: str
     read: Callable[[httpx.Response], T]  # the answer as a typed value; raises GroupfitError on an error answer
-    params: Mapping[str, str | int] = field(default_factory=dict)
+    params: Mapping[str, str | int | float] = field(default_factory=dict)
     headers: Mapping[str, str] = field(default_factory=dict)
     json: Json | None = None
     repeatable: bool = True  # sending it twice is safe: retried on connection errors and 503
@@ -220,6 +225,59 @@ def evaluate(
     if latency is not None:
         body["latency"] = dict(latency)
     return Call("POST", path("v1", "evaluate"), _document(Evaluation.from_json), json=body, timeout=timeout)
+
+
+def groups(contains: str = "", limit: int = 1000, *, timeout: float | None = None) -> Call[GroupList]:
+    """GET /v1/groups: the stored groups the token may read whose name contains `contains`, in name order, at
+    most `limit` (`truncated` says more matched)."""
+    params: dict[str, str | int | float] = {"contains": contains, "limit": limit}
+    return Call("GET", path("v1", "groups"), _document(GroupList.from_json), params=params, timeout=timeout)
+
+
+def scale(group: str, *, timeout: float | None = None) -> Call[ScaleSignal]:
+    """GET /v1/groups/{group}/scale: the consumers the group's algorithm needs for its stored rates against those
+    it has (GroupfitError group_not_found without an assignment, no_rates without rates)."""
+    return Call("GET", path("v1", "groups", group, "scale"), _document(ScaleSignal.from_json), timeout=timeout)
+
+
+def rates_history(group: str, limit: int = 1000, *, timeout: float | None = None) -> Call[list[RatesWindow]]:
+    """GET /v1/groups/{group}/rates/history: the group's newest `limit` stored rates windows, oldest first
+    (GroupfitError group_not_found if none)."""
+    read = _document(lambda doc: [RatesWindow.from_json(w) for w in doc["windows"]])
+    return Call("GET", path("v1", "groups", group, "rates", "history"), read, params={"limit": limit}, timeout=timeout)
+
+
+def replay(
+    group: str,
+    algorithms: Iterable[str] = ("mwf", "bfd"),
+    windows: int = 200,
+    *,
+    latency: bool = True,
+    consumer_throughput: float | None = None,
+    rebalance_s: float = 5.0,
+    timeout: float | None = None,
+) -> Call[Replay]:
+    """GET /v1/groups/{group}/replay: the group's newest `windows` stored rates windows replayed through
+    `algorithms` with its capacity; `latency` adds the latency figures, with `consumer_throughput` (C̄; default
+    1.33 × the capacity) and `rebalance_s` (each rebalance's pause) as the latency model's parameters."""
+    params: dict[str, str | int | float] = {
+        "algorithms": ",".join(algorithms),
+        "windows": windows,
+        "latency": "true" if latency else "false",
+        "rebalance_s": rebalance_s,
+    }
+    if consumer_throughput is not None:
+        params["consumer_throughput"] = consumer_throughput
+    return Call(
+        "GET", path("v1", "groups", group, "replay"), _document(Replay.from_json), params=params, timeout=timeout
+    )
+
+
+def place_replicas(request: Mapping[str, Any], *, timeout: float | None = None) -> Call[Placement]:
+    """POST /v1/placements: a replica placement for `request`, a PlacementRequest document (brokers, topics,
+    partitions with their current replicas, solver, options). Stateless, so retried like a read; the exact
+    solver may take options.time_limit_ms, so give a `timeout` above it."""
+    return Call("POST", path("v1", "placements"), _document(Placement.from_json), json=dict(request), timeout=timeout)
 
 
 def healthy(*, timeout: float | None = None) -> Call[bool]:

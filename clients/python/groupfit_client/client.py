@@ -82,6 +82,11 @@ class _ClientBase(Generic[H]):
     put_rates = _Method(_core.put_rates)
     rates = _Method(_core.rates)
     evaluate = _Method(_core.evaluate)
+    groups = _Method(_core.groups)
+    scale = _Method(_core.scale)
+    rates_history = _Method(_core.rates_history)
+    replay = _Method(_core.replay)
+    place_replicas = _Method(_core.place_replicas)
     healthy = _Method(_core.healthy)
 
 

@@ -58,6 +58,10 @@ def _time(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text)
 
 
+def _time_or_none(text: str | None) -> dt.datetime | None:
+    return None if text is None else _time(text)
+
+
 def _assignment(doc: dict[str, list[Json]]) -> dict[str, list[TopicPartition]]:
     return {member: [TopicPartition.from_json(p) for p in held] for member, held in doc.items()}
 
@@ -273,6 +277,12 @@ class LatencyFigures:
     max: float | None
 
 
+def _latency(run: Json) -> LatencyFigures | None:
+    """A run's latency figures, present only when they were asked for."""
+    latency = run.get("latency")
+    return None if latency is None else _build(LatencyFigures, latency)
+
+
 @dataclass(frozen=True)
 class AlgorithmRun:
     """One algorithm replayed over an evaluation stream: per-iteration consumers and Rscore, their averages,
@@ -290,13 +300,7 @@ class AlgorithmRun:
 
     @classmethod
     def from_json(cls, doc: Json) -> AlgorithmRun:
-        latency = doc.get("latency")
-        return _build(
-            cls,
-            doc,
-            latency=None if latency is None else _build(LatencyFigures, latency),
-            optimum_excess=doc.get("optimum_excess"),
-        )
+        return _build(cls, doc, latency=_latency(doc), optimum_excess=doc.get("optimum_excess"))
 
 
 @dataclass(frozen=True)
@@ -325,4 +329,250 @@ class Evaluation:
             doc,
             results={name: AlgorithmRun.from_json(run) for name, run in doc["results"].items()},
             optimum=None if optimum is None else _build(Optimum, optimum),
+        )
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    """A stored group in the listing (GET /v1/groups); None where the group has no assignment or no rates yet."""
+
+    group: str
+    version: int | None
+    algorithm: str | None
+    capacity: float | None
+    consumers: int | None  # consumers of the last stored version
+    rscore: float | None  # Rscore of the last stored version
+    updated_at: dt.datetime | None
+    rates_window_end: dt.datetime | None  # end of the latest stored rates window
+    rates_age_s: float | None  # seconds since the latest rates were stored
+    partition_count: int | None
+    raw: Json = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, doc: Json) -> GroupSummary:
+        return _build(
+            cls,
+            doc,
+            updated_at=_time_or_none(doc["updated_at"]),
+            rates_window_end=_time_or_none(doc["rates_window_end"]),
+        )
+
+
+@dataclass(frozen=True)
+class GroupList:
+    """The answer of GET /v1/groups: the groups the token may read, in name order; `truncated` when more matched
+    than the limit."""
+
+    groups: list[GroupSummary]
+    truncated: bool
+    raw: Json = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, doc: Json) -> GroupList:
+        return _build(cls, doc, groups=[GroupSummary.from_json(g) for g in doc["groups"]])
+
+
+@dataclass(frozen=True)
+class RatesWindow:
+    """One stored rates window of a group (GET /v1/groups/{group}/rates/history), oldest first."""
+
+    window_end: dt.datetime
+    updated_at: dt.datetime
+    partitions: list[PartitionRate]
+    raw: Json = field(repr=False, compare=False)
+
+    @property
+    def rates(self) -> dict[TopicPartition, float]:
+        return {p.key: p.rate for p in self.partitions}
+
+    @classmethod
+    def from_json(cls, doc: Json) -> RatesWindow:
+        return _build(
+            cls,
+            doc,
+            window_end=_time(doc["window_end"]),
+            updated_at=_time(doc["updated_at"]),
+            partitions=[PartitionRate.from_json(p) for p in doc["partitions"]],
+        )
+
+
+@dataclass(frozen=True)
+class ReplayRun:
+    """One algorithm replayed over the group's stored windows: per-window consumers and Rscore, their averages,
+    CBS, the rate moved × each window's duration (`moved_bytes`), the windows where a consumer holding 2+
+    partitions is above capacity and, when asked for, the latency figures."""
+
+    avg_consumers: float
+    avg_rscore: float
+    cbs: float
+    consumers: list[int]
+    rscore: list[float]
+    moved_bytes: float
+    overloaded_windows: int
+    latency: LatencyFigures | None
+    raw: Json = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, doc: Json) -> ReplayRun:
+        return _build(cls, doc, latency=_latency(doc))
+
+
+@dataclass(frozen=True)
+class Replay:
+    """The answer of GET /v1/groups/{group}/replay: algorithm name → its run over the stored windows, replayed
+    with the group's capacity, one iteration every `iteration_s` seconds (the median gap between windows)."""
+
+    group: str
+    capacity: float
+    windows: int
+    window_ends: list[dt.datetime]
+    iteration_s: float
+    results: dict[str, ReplayRun]
+    raw: Json = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, doc: Json) -> Replay:
+        return _build(
+            cls,
+            doc,
+            window_ends=[_time(end) for end in doc["window_ends"]],
+            results={name: ReplayRun.from_json(run) for name, run in doc["results"].items()},
+        )
+
+
+@dataclass(frozen=True)
+class ScaleSignal:
+    """The answer of GET /v1/groups/{group}/scale: the consumers the group's algorithm needs for its stored
+    rates (`needed`) against those holding partitions now (`current`); `action` is up, down or none."""
+
+    group: str
+    algorithm: str
+    capacity: float
+    needed: int
+    current: int
+    lower_bound: int  # ⌈Σ rate / C⌉
+    total_rate: float
+    overloaded: list[str]  # consumers of the stored assignment above capacity at these rates
+    action: str
+    reason: str
+    rates_window_end: dt.datetime
+    raw: Json = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, doc: Json) -> ScaleSignal:
+        return _build(cls, doc, rates_window_end=_time(doc["rates_window_end"]))
+
+
+@dataclass(frozen=True)
+class PartitionPlacement:
+    """A partition's replica list after the plan (preferred leader first) and before it."""
+
+    partition: TopicPartition
+    replicas: list[int]
+    previous: list[int]
+
+    @classmethod
+    def from_json(cls, doc: Json) -> PartitionPlacement:
+        return _build(cls, doc, partition=TopicPartition.from_json(doc))
+
+
+@dataclass(frozen=True)
+class ReplicaMove:
+    """A replica copied from broker `from_` to broker `to`: `bytes` of data."""
+
+    partition: TopicPartition
+    from_: int
+    to: int
+    bytes: float
+
+    @classmethod
+    def from_json(cls, doc: Json) -> ReplicaMove:
+        return _build(cls, doc, partition=TopicPartition.from_json(doc), from_=doc["from"])
+
+
+@dataclass(frozen=True)
+class BrokerUtilization:
+    """A broker's disk and network use, leader throughput and replica count before and after the plan."""
+
+    id: int
+    rack: str | None
+    disk_before: float
+    disk_after: float
+    network_before: float
+    network_after: float
+    leader_throughput_before: float
+    leader_throughput_after: float
+    replicas_before: int
+    replicas_after: int
+
+
+@dataclass(frozen=True)
+class Peak:
+    """The highest share of a broker's disk and of a broker's network in use."""
+
+    disk: float
+    network: float
+
+
+@dataclass(frozen=True)
+class ReassignmentPartition:
+    partition: TopicPartition
+    replicas: list[int]
+
+    @classmethod
+    def from_json(cls, doc: Json) -> ReassignmentPartition:
+        return _build(cls, doc, partition=TopicPartition.from_json(doc))
+
+
+@dataclass(frozen=True)
+class Reassignment:
+    """The partitions that change; `raw` is the file `kafka-reassign-partitions --execute
+    --reassignment-json-file` reads."""
+
+    version: int
+    partitions: list[ReassignmentPartition]
+    raw: Json = field(repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, doc: Json) -> Reassignment:
+        return _build(cls, doc, partitions=[ReassignmentPartition.from_json(p) for p in doc["partitions"]])
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The answer of POST /v1/placements: every partition's new replica list, the replica moves and bytes they
+    copy, each broker's use before and after, the peaks, whether the solver proved the plan optimal (and the
+    bounds it proved), and the reassignment plan."""
+
+    solver: str
+    objective: str
+    partitions: list[PartitionPlacement]
+    moves: list[ReplicaMove]
+    bytes_moved: float
+    brokers: list[BrokerUtilization]
+    peak_before: Peak
+    peak_after: Peak
+    leaders_changed: int  # partitions whose preferred leader left and got a new one
+    optimal: bool
+    bounds: dict[str, float]  # lower bound per objective (bytes_moved, utilization, brokers)
+    outputs: Json
+    reassignment: Reassignment
+    raw: Json = field(repr=False, compare=False)
+
+    @property
+    def replicas(self) -> dict[TopicPartition, list[int]]:
+        """Partition → its brokers after the plan, preferred leader first."""
+        return {p.partition: p.replicas for p in self.partitions}
+
+    @classmethod
+    def from_json(cls, doc: Json) -> Placement:
+        return _build(
+            cls,
+            doc,
+            partitions=[PartitionPlacement.from_json(p) for p in doc["partitions"]],
+            moves=[ReplicaMove.from_json(m) for m in doc["moves"]],
+            brokers=[_build(BrokerUtilization, b) for b in doc["brokers"]],
+            peak_before=_build(Peak, doc["peak_before"]),
+            peak_after=_build(Peak, doc["peak_after"]),
+            reassignment=Reassignment.from_json(doc["reassignment"]),
         )
