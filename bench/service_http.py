@@ -22,7 +22,7 @@ import statistics
 import time
 from urllib.parse import urlparse
 
-from live import service_at
+from live import cpu_seconds, service_at
 
 
 def assign_body(partitions: int, seed: int = 3) -> bytes:
@@ -113,17 +113,24 @@ def main() -> None:
 
 
 def measure(args: argparse.Namespace, env: dict[str, str]) -> None:
-    with service_at(args.url, **env) as (url, _):
+    with service_at(args.url, **env) as (url, pid):
         body = assign_body(args.partitions)
         asyncio.run(load(url, body, 1, 1.0))  # warm-up
         print(f"POST /v1/assign, {args.partitions} partitions (MWF), {len(body) / 1e3:.0f} kB per request")
-        print(f"{'connections':>12}{'requests/s':>12}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'errors':>8}")
+        print(
+            f"{'connections':>12}{'requests/s':>12}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'errors':>8}"
+            f"{'server CPU ms/req':>19}{'client CPU ms/req':>19}"
+        )
         for connections in (int(c) for c in args.connections.split(",")):
+            server, client = cpu_seconds(pid) if pid else float("nan"), time.process_time()
             latencies, errors = asyncio.run(load(url, body, connections, args.seconds))
+            server = (cpu_seconds(pid) if pid else float("nan")) - server
+            client = time.process_time() - client
             print(
                 f"{connections:>12}{len(latencies) / args.seconds:>12.0f}"
                 f"{statistics.median(latencies) * 1e3:>9.1f}{percentile(latencies, 0.99) * 1e3:>9.1f}"
-                f"{max(latencies) * 1e3:>9.1f}{errors:>8}",
+                f"{max(latencies) * 1e3:>9.1f}{errors:>8}"
+                f"{server * 1e3 / len(latencies):>19.2f}{client * 1e3 / len(latencies):>19.2f}",
                 flush=True,
             )
         if args.large:
