@@ -41,6 +41,10 @@ if TYPE_CHECKING:
 UNIQUE_KEYS_INLINE_BYTES = 64 * 1024
 """Bodies up to this size are checked for duplicate keys on the event loop; larger ones where they are computed."""
 
+COMPILED_READ_INLINE_BYTES = 1024 * 1024
+"""Bodies up to this size are read by the compiled core on the event loop (~2 ms at most); larger ones on a
+thread, the GIL released (a thread hop costs more than reading a small body)."""
+
 CHEAP_ALGORITHMS = frozenset(
     {
         "nf",
@@ -259,7 +263,7 @@ class AssignService:
         A large body is read on a thread, the GIL released, so the event loop goes on meanwhile."""
         small = len(body) <= UNIQUE_KEYS_INLINE_BYTES
         compiled = self.limits.native and not dense and not idempotency_key
-        if compiled and not small:
+        if compiled and len(body) > COMPILED_READ_INLINE_BYTES:
             return await asyncio.to_thread(decode_assign, body, compiled, False)
         # a large body's duplicate-key check (as costly as its decoding) is left to the compute worker
         return decode_assign(body, compiled, unique_keys=small)
