@@ -147,7 +147,16 @@ pub struct Extra<'a> {
 /// The sparse answer, `version` null (the store numbers it).
 pub fn write(p: &Problem, o: &Outcome, names: &Names, extra: &Extra) -> Vec<u8> {
     let n = p.rates.len();
-    let mut out = Vec::with_capacity(64 * n + 4096);
+    // about what each part takes, so the buffer is not copied as it grows
+    let size = 48 * n
+        + 96 * o.assignment.len()
+        + 112 * o.moved.len()
+        + 56 * o.columns.len()
+        + 16 * (o.cells.len() + o.rows.len())
+        + 96 * o.overloaded.len()
+        + extra.outputs.len()
+        + 4096;
+    let mut out = Vec::with_capacity(size);
     let out = &mut out;
     let consumers = &p.consumers;
     let mut slot = vec![usize::MAX; consumers.len()];
