@@ -1,7 +1,10 @@
 """HTTP benchmark of a live service on loopback.
 
 1. Throughput and latency of POST /v1/assign with 1 000 partitions (MWF, previous assignment given,
-   no group) at several concurrent keep-alive connections, for a bounded time each.
+   no group) at several concurrent keep-alive connections, for a bounded time each: closed loop (each
+   connection sends its next request when the answer arrives, so latency = connections / throughput), and
+   open loop at fixed offered rates over 16 connections (each request due on a schedule; its latency counts
+   from when it was due, so a server that falls behind shows it).
 2. End-to-end time of one request with 100 000 partitions (send, compute, receive the whole answer).
 
     .venv/bin/python bench/service_http.py                 # starts `groupfit serve` (embedded Redis) itself
@@ -79,6 +82,31 @@ async def load(url: str, body: bytes, connections: int, seconds: float) -> tuple
     return latencies, errors
 
 
+async def paced(url: str, body: bytes, connections: int, rate: float, seconds: float) -> tuple[list[float], int]:
+    """Open loop: `rate` requests per second spread over `connections`; latency from each one's due time."""
+    parsed = urlparse(url)
+    latencies: list[float] = []
+    errors = 0
+    interval = connections / rate
+    start = time.perf_counter() + 0.1
+
+    async def worker(i: int) -> None:
+        nonlocal errors
+        reader, writer = await asyncio.open_connection(parsed.hostname, parsed.port)
+        due = start + i * interval / connections
+        while due < start + seconds:
+            if (delay := due - time.perf_counter()) > 0:
+                await asyncio.sleep(delay)
+            status = await post(reader, writer, parsed.netloc, "/v1/assign", body)
+            latencies.append(time.perf_counter() - due)
+            errors += status != 200
+            due += interval
+        writer.close()
+
+    await asyncio.gather(*(worker(i) for i in range(connections)))
+    return latencies, errors
+
+
 async def one(url: str, body: bytes) -> tuple[float, int]:
     parsed = urlparse(url)
     reader, writer = await asyncio.open_connection(parsed.hostname, parsed.port, limit=2**26)
@@ -100,6 +128,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0, help="per concurrency level")
     parser.add_argument("--connections", default="1,4,16")
     parser.add_argument("--partitions", type=int, default=1000)
+    parser.add_argument(
+        "--rates", default="1000,1500", help="offered requests/s of the open-loop runs (16 connections)"
+    )
     parser.add_argument("--large", type=int, default=100_000, help="partitions of the end-to-end request (0: skip)")
     parser.add_argument("--workers", default="", help="GROUPFIT_WORKERS of the started service, comma-separated")
     parser.add_argument("--core", default="", help="GROUPFIT_CORE of the started service, comma-separated")
@@ -131,6 +162,14 @@ def measure(args: argparse.Namespace, env: dict[str, str]) -> None:
                 f"{statistics.median(latencies) * 1e3:>9.1f}{percentile(latencies, 0.99) * 1e3:>9.1f}"
                 f"{max(latencies) * 1e3:>9.1f}{errors:>8}"
                 f"{server * 1e3 / len(latencies):>19.2f}{client * 1e3 / len(latencies):>19.2f}",
+                flush=True,
+            )
+        for rate in (float(r) for r in args.rates.split(",") if r):
+            latencies, errors = asyncio.run(paced(url, body, 16, rate, args.seconds))
+            print(
+                f"open loop, {rate:.0f} req/s offered on 16 connections: {len(latencies) / args.seconds:.0f} answered/s, "
+                f"p50 {statistics.median(latencies) * 1e3:.1f} ms, p99 {percentile(latencies, 0.99) * 1e3:.1f} ms, "
+                f"max {max(latencies) * 1e3:.1f} ms, {errors} errors",
                 flush=True,
             )
         if args.large:
