@@ -205,3 +205,41 @@ def test_what_the_compiled_reader_takes_means_the_same() -> None:
     assert outcome(text, COMPILED) == outcome(text, REFERENCE)
     answer = msgspec.json.decode(outcome(text, COMPILED)[1])
     assert {"topic": "té\n", "partition": 2} in answer["assignment"]["c1"]
+
+
+@pytest.mark.parametrize("algorithm", ["mwf", "bfd", "mbfp", "least-loaded"])
+def test_what_a_group_stores_is_the_same(algorithm: str) -> None:
+    """For a group, the stored assignment, the history's moves and the figures come out of the compiled core
+    as the reference computes them (`run_job`), with the group in the answer."""
+    import msgspec.structs
+
+    from app.codec.assign import AssignRequest, capacity_of, previous_of
+    from app.service.assign import AssignJob, compute_compiled, run_job
+
+    rnd = random.Random(f"group-{algorithm}")
+    compared = 0
+    for _ in range(200):
+        body = request(rnd, algorithm)
+        body["group"] = "orders"
+        text = json.dumps(body).encode()
+        request_, bulk = decode_assign(text, True)
+        if bulk is None:
+            continue
+        reference = msgspec.json.decode(text, type=AssignRequest)
+        lean = msgspec.structs.replace(reference, partitions=None, previous=None)
+        assert reference.partitions is not None
+        job = AssignJob(
+            lean, reference.partitions, previous_of(reference) or {}, capacity_of(reference), False, REFERENCE
+        )
+        try:
+            expected = run_job(job)
+        except AssignmentError as error:
+            with pytest.raises(AssignmentError) as raised:
+                compute_compiled(request_, bulk, capacity_of(request_), "orders", COMPILED, stored=True)
+            assert (raised.value.code, raised.value.message) == (error.code, error.message)
+            continue
+        computed = compute_compiled(request_, bulk, capacity_of(request_), "orders", COMPILED, stored=True)
+        computed.seconds = expected.seconds = 0.0
+        assert computed == expected
+        compared += 1
+    assert compared > 150
