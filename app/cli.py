@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     import msgspec
 
-    from app.service.assign import Limits, answer_body
+    from app.service.answer import Limits, answer_body
     from app.settings import get_settings
 
     body = sys.stdin.buffer.read() if args.input == "-" else _read(args.input)

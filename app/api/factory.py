@@ -78,7 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.compute_queue,
         settings.compute_timeout_s,
         settings.compute_worker_memory_mb,
-        preload=("app.service.assign", "app.service.evaluate", "app.service.operations"),
+        preload=("app.service.answer", "app.service.evaluate", "app.service.operations"),
     )
     app.state.assigner = AssignService(app.state.store, settings, app.state.compute, app.state.metrics)
     app.state.evaluator = EvaluateService(settings, app.state.compute)

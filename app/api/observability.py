@@ -16,7 +16,7 @@ import msgspec
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 if TYPE_CHECKING:
-    from app.service.assign import Computed
+    from app.service.answer import Computed
 
 log = logging.getLogger("groupfit")
 

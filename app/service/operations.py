@@ -24,7 +24,8 @@ from app.codec.operations import (
 from app.codec.wire import PartitionRate, convert
 from app.core.errors import AssignmentError, ErrorCode
 from app.core.model import within
-from app.service.assign import AssignJob, AssignService, Limits
+from app.service.answer import AssignJob, Limits
+from app.service.assign import AssignService
 from app.service.compute import ComputePool
 from app.settings import Settings
 from app.sim.history import cadence

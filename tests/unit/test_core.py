@@ -15,7 +15,7 @@ from app.core.algorithm import get_algorithm
 from app.core.assign import solve
 from app.core.errors import AssignmentError
 from app.core.model import build_problem, capacity_from_throughput, consumer_sort_key
-from app.service.assign import Limits, answer_request
+from app.service.answer import Limits, answer_request
 
 LIMITS = Limits(max_partitions=1_000_000, max_dense_cells=1_000_000)
 

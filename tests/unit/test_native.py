@@ -124,7 +124,7 @@ def test_the_service_answers_the_same_with_either_core() -> None:
 
     from app.codec.assign import AssignRequest
     from app.codec.wire import encode
-    from app.service.assign import Limits, answer_request
+    from app.service.answer import Limits, answer_request
     from app.settings import Settings
 
     rnd = random.Random(5)

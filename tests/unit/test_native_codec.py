@@ -15,7 +15,7 @@ import pytest
 from app.codec.assign import decode_assign
 from app.core import native
 from app.core.errors import AssignmentError
-from app.service.assign import Limits, answer_body
+from app.service.answer import Limits, answer_body
 from app.settings import Settings
 
 pytestmark = pytest.mark.skipif(not native.AVAILABLE, reason="the compiled core is not installed")
@@ -214,7 +214,7 @@ def test_what_a_group_stores_is_the_same(algorithm: str) -> None:
     import msgspec.structs
 
     from app.codec.assign import AssignRequest, capacity_of, previous_of
-    from app.service.assign import AssignJob, compute_compiled, run_job
+    from app.service.answer import AssignJob, compute_compiled, run_job
 
     rnd = random.Random(f"group-{algorithm}")
     compared = 0
