@@ -42,6 +42,24 @@ pub fn least_loaded(
     let mut skipped = vec![];
     for &j in order {
         let (rate, lag) = (rates[j as usize], lags[j as usize]);
+        // Mostly the least loaded bin takes the partition: its entry is updated in place (one sift down).
+        if let Some(mut top) = heap.peek_mut() {
+            let b = top.0 .1;
+            let scale = scale_of(b);
+            if held[b].is_empty()
+                || (within(rate_load[b] + rate, rate_cap * scale)
+                    && within(lag_load[b] + lag, lag_cap * scale))
+            {
+                if held[b].is_empty() {
+                    empty -= 1;
+                }
+                held[b].push(j);
+                rate_load[b] += rate;
+                lag_load[b] += lag;
+                *top = Reverse((F(rate_load[b] / scale), b));
+                continue;
+            }
+        }
         let mut chosen = None;
         while let Some(Reverse((key, b))) = heap.pop() {
             let scale = scale_of(b);
@@ -208,14 +226,21 @@ pub fn place(p: &mut Problem, params: &Params) -> Placement {
     } else {
         lags.clone()
     };
-    let mut order = p.decreasing.clone(); // by rate, then lag, largest first, then (topic, partition)
-    let rank = &p.decreasing_rank;
-    order.sort_unstable_by(|&a, &b| {
-        F(p.rates[b as usize])
-            .cmp(&F(p.rates[a as usize]))
-            .then(F(lags[b as usize]).cmp(&F(lags[a as usize])))
-            .then(rank[a as usize].cmp(&rank[b as usize]))
-    });
+    // By rate, then lag, largest first, then (topic, partition): the decreasing order already has rate and
+    // (topic, partition), so only each run of equal rates is sorted by lag (stably).
+    let mut order = p.decreasing.clone();
+    let mut start = 0;
+    while start < n {
+        let rate = p.rates[order[start] as usize];
+        let mut end = start + 1;
+        while end < n && p.rates[order[end] as usize] == rate {
+            end += 1;
+        }
+        if end - start > 1 {
+            order[start..end].sort_by(|&a, &b| F(lags[b as usize]).cmp(&F(lags[a as usize])));
+        }
+        start = end;
+    }
     let pack = |lag_values: &[f64], f: f64| -> Vec<Vec<u32>> {
         if n == 0 {
             return vec![];
