@@ -76,12 +76,16 @@ def _read(path: str) -> bytes:
         raise AssignmentError(ErrorCode.INVALID_REQUEST, f"cannot read {path}: {exc.strerror}.") from None
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given the command line, only the module of the command it names is imported (the others
+    are listed by their help line), so `groupfit assign` starts without the web stack's and Spark's imports."""
     parser = argparse.ArgumentParser(prog="groupfit", description="Partition assignment for consumer groups.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    named = next((arg for arg in argv if not arg.startswith("-")), None) if argv is not None else None
     for name, (module, help_text) in COMMANDS.items():
         command = sub.add_parser(name, help=help_text, description=help_text)
-        importlib.import_module(module).add_arguments(command, name)
+        if argv is None or name == named:
+            importlib.import_module(module).add_arguments(command, name)
         command.set_defaults(module=module)
     return parser
 
@@ -95,7 +99,8 @@ def tune_gc() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     tune_gc()
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv).parse_args(argv)
     try:
         return importlib.import_module(args.module).run(args)
     except AssignmentError as exc:
