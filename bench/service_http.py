@@ -82,8 +82,9 @@ async def load(url: str, body: bytes, connections: int, seconds: float) -> tuple
     return latencies, errors
 
 
-async def paced(url: str, body: bytes, connections: int, rate: float, seconds: float) -> tuple[list[float], int]:
-    """Open loop: `rate` requests per second spread over `connections`; latency from each one's due time."""
+async def paced(url: str, body: bytes, connections: int, rate: float, seconds: float) -> tuple[list[float], int, int]:
+    """Open loop: `rate` requests per second spread over `connections`; latency from each one's due time;
+    and how many were answered within the `seconds` (a server that cannot keep up answers fewer)."""
     parsed = urlparse(url)
     latencies: list[float] = []
     errors = 0
@@ -98,13 +99,16 @@ async def paced(url: str, body: bytes, connections: int, rate: float, seconds: f
             if (delay := due - time.perf_counter()) > 0:
                 await asyncio.sleep(delay)
             status = await post(reader, writer, parsed.netloc, "/v1/assign", body)
-            latencies.append(time.perf_counter() - due)
+            done = time.perf_counter()
+            latencies.append(done - due)
+            in_time.append(done <= start + seconds)
             errors += status != 200
             due += interval
         writer.close()
 
+    in_time: list[bool] = []
     await asyncio.gather(*(worker(i) for i in range(connections)))
-    return latencies, errors
+    return latencies, errors, sum(in_time)
 
 
 async def one(url: str, body: bytes) -> tuple[float, int]:
@@ -165,9 +169,9 @@ def measure(args: argparse.Namespace, env: dict[str, str]) -> None:
                 flush=True,
             )
         for rate in (float(r) for r in args.rates.split(",") if r):
-            latencies, errors = asyncio.run(paced(url, body, 16, rate, args.seconds))
+            latencies, errors, answered = asyncio.run(paced(url, body, 16, rate, args.seconds))
             print(
-                f"open loop, {rate:.0f} req/s offered on 16 connections: {len(latencies) / args.seconds:.0f} answered/s, "
+                f"open loop, {rate:.0f} req/s offered on 16 connections: {answered / args.seconds:.0f} answered/s, "
                 f"p50 {statistics.median(latencies) * 1e3:.1f} ms, p99 {percentile(latencies, 0.99) * 1e3:.1f} ms, "
                 f"max {max(latencies) * 1e3:.1f} ms, {errors} errors",
                 flush=True,
