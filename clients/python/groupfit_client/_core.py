@@ -112,6 +112,8 @@ def _document(parse: Callable[[Json], T]) -> Callable[[httpx.Response], T]:
 def _partition_json(value: tuple[Any, ...] | Mapping[str, Any]) -> Json:
     """A partition's wire form, from a TopicPartition or PartitionRate (or a plain tuple of their fields) or
     from its JSON form."""
+    if isinstance(value, PartitionRate | TopicPartition):
+        return value.to_json()
     if isinstance(value, tuple):
         return (PartitionRate(*value) if len(value) > 2 else TopicPartition(*value)).to_json()
     return value if isinstance(value, dict) else dict(value)  # sent as it is, never changed

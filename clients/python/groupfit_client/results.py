@@ -4,6 +4,7 @@ document it came from as `.raw`, so a field a newer service adds is still reacha
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple, TypeVar
 
@@ -49,9 +50,17 @@ class PartitionRate(NamedTuple):
 def _build(cls: type[R], doc: Json, **converted: Any) -> R:
     """A result of type `cls` (a dataclass) from its JSON document: each field is the document's value of the
     same name unless `converted` gives it, and `raw`, where the type has one, is the document itself."""
-    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
-    values = {name: converted[name] if name in converted else doc[name] for name in names if name != "raw"}
-    return cls(**values, **({"raw": doc} if "raw" in names else {}))
+    names, has_raw = _fields(cls)  # type: ignore[arg-type]  # a class is hashable
+    values = {name: converted[name] if name in converted else doc[name] for name in names}
+    return cls(**values, **({"raw": doc} if has_raw else {}))
+
+
+@functools.cache
+def _fields(cls: type) -> tuple[tuple[str, ...], bool]:
+    """A result type's field names other than `raw`, and whether it has `raw` (looked up once per type: an
+    answer of 10^3 partitions builds 10^3 results)."""
+    names = tuple(f.name for f in fields(cls))
+    return tuple(name for name in names if name != "raw"), "raw" in names
 
 
 def _time(text: str) -> dt.datetime:
