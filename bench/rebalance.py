@@ -44,6 +44,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--hung-runs", type=int, default=3, help="rebalances against a service that never answers")
     parser.add_argument("--core", default="", help="GROUPFIT_CORE of the started service")
+    parser.add_argument(
+        "--capacity",
+        type=float,
+        default=1200.0,
+        help="per member: 1200 carries the group's ~21 500 (a steady group, few moves); 100 overloads it 10×",
+    )
     args = parser.parse_args()
     cluster = Cluster({f"topic-{t}": 125 for t in range(8)})
     members = {
@@ -64,17 +70,21 @@ def main() -> None:
             "2026-11-22T10:00:00Z",
         )
         figures["service, stored rates"] = timings(
-            groupfit_assignor(url, group, "c0", capacity=100), cluster, members, args.runs, "service"
+            groupfit_assignor(url, group, "c0", capacity=args.capacity), cluster, members, args.runs, "service"
         )
         figures["service, rates callable"] = timings(
-            groupfit_assignor(url, group, "c0", capacity=100, rates=rates), cluster, members, args.runs, "service"
+            groupfit_assignor(url, group, "c0", capacity=args.capacity, rates=rates),
+            cluster,
+            members,
+            args.runs,
+            "service",
         )
     down = groupfit_assignor("http://127.0.0.1:1", group, "c0", capacity=100, rates=rates)
     figures["fallback, service down"] = timings(down, cluster, members, args.runs, "fallback")
     with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts connections, never answers
         hung = groupfit_assignor(f"http://127.0.0.1:{silent.getsockname()[1]}", group, "c0", capacity=100, deadline_s=2)
         figures["fallback, service hung (2 s deadline)"] = timings(hung, cluster, members, args.hung_runs, "fallback")
-    print(f"assignor.assign(): {len(partitions)} partitions, {len(members)} members")
+    print(f"assignor.assign(): {len(partitions)} partitions, {len(members)} members, capacity {args.capacity:g} each")
     for name, values in figures.items():
         ordered = sorted(values)
         p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
