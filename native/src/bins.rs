@@ -4,7 +4,7 @@
 //! only the last opened; ties to the lowest id.
 
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap};
 
 use crate::consumers::{Consumers, Pool, MINTED_PREFIX, NONE, SURPLUS_PREFIX};
 
@@ -27,6 +27,16 @@ impl Ord for F {
 impl PartialOrd for F {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
+    }
+}
+
+/// A float's bits made to sort as the float does (for finite values; -0.0 as 0.0, as Python compares them).
+fn ordered(x: f64) -> u64 {
+    let bits = if x == 0.0 { 0 } else { x.to_bits() };
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | 1 << 63
     }
 }
 
@@ -65,8 +75,9 @@ pub struct Bins<'a> {
     // Worst Fit: min-heap of (load − limit, tie, bin), stale entries skipped (loads only grow).
     heap: BinaryHeap<Reverse<(F, u64, u32)>>,
     // Best Fit: open bins by (residual, tie, bin).
-    by_residual: BTreeSet<(F, u64, u32)>,
-    entry: Vec<Option<(F, u64, u32)>>,
+    // Best Fit: open bins by (residual, tie) as one integer (`ordered`), each with its bin.
+    by_residual: BTreeMap<u128, u32>,
+    entry: Vec<Option<u128>>,
     // First Fit: max-segment tree of residuals over every id the pool can open, in id order.
     universe: Vec<u64>,
     leaves: usize,
@@ -96,7 +107,7 @@ impl<'a> Bins<'a> {
             held: vec![],
             tie: vec![],
             heap: BinaryHeap::new(),
-            by_residual: BTreeSet::new(),
+            by_residual: BTreeMap::new(),
             entry: vec![],
             universe: vec![],
             leaves: 0,
@@ -183,8 +194,8 @@ impl<'a> Bins<'a> {
                 Some(self.bin_at[i - self.leaves] as usize)
             }
             Rule::Best => {
-                let entry = self.by_residual.range((F(need), 0, 0)..).next()?;
-                Some(entry.2 as usize)
+                let (_, &b) = self.by_residual.range((ordered(need) as u128) << 64..).next()?;
+                Some(b as usize)
             }
             Rule::Worst => {
                 while let Some(&Reverse((top, _, b))) = self.heap.peek() {
@@ -221,9 +232,9 @@ impl<'a> Bins<'a> {
                 if let Some(old) = self.entry[b] {
                     self.by_residual.remove(&old);
                 }
-                let new = (F(self.limit[b] - self.load[b]), self.tie[b], b as u32);
+                let new = (ordered(self.limit[b] - self.load[b]) as u128) << 64 | self.tie[b] as u128;
                 self.entry[b] = Some(new);
-                self.by_residual.insert(new);
+                self.by_residual.insert(new, b as u32);
             }
             Rule::Worst => {
                 self.heap.push(Reverse((
