@@ -31,7 +31,7 @@ impl PartialOrd for F {
 }
 
 /// A float's bits made to sort as the float does (for finite values; -0.0 as 0.0, as Python compares them).
-fn ordered(x: f64) -> u64 {
+pub fn ordered(x: f64) -> u64 {
     let bits = if x == 0.0 { 0 } else { x.to_bits() };
     if bits >> 63 == 1 {
         !bits

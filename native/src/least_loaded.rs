@@ -5,7 +5,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-use crate::bins::{within, F};
+use crate::bins::{ordered, within, F};
 use crate::consumers::{Pool, NONE};
 use crate::problem::{Outputs, Placement, Problem};
 
@@ -37,14 +37,15 @@ pub fn least_loaded(
     let mut rate_load = vec![0.0; bins];
     let mut lag_load = vec![0.0; bins];
     let mut empty = bins;
-    let mut heap: BinaryHeap<Reverse<(F, usize)>> =
-        (0..bins).map(|b| Reverse((F(0.0), b))).collect();
+    // (load / scale, bin) as one integer: the load's ordered bits, then the bin
+    let key = |load: f64, b: usize| Reverse((ordered(load) as u128) << 64 | b as u128);
+    let mut heap: BinaryHeap<Reverse<u128>> = (0..bins).map(|b| key(0.0, b)).collect();
     let mut skipped = vec![];
     for &j in order {
         let (rate, lag) = (rates[j as usize], lags[j as usize]);
         // Mostly the least loaded bin takes the partition: its entry is updated in place (one sift down).
         if let Some(mut top) = heap.peek_mut() {
-            let b = top.0 .1;
+            let b = top.0 as u64 as usize;
             let scale = scale_of(b);
             if held[b].is_empty()
                 || (within(rate_load[b] + rate, rate_cap * scale)
@@ -56,19 +57,20 @@ pub fn least_loaded(
                 held[b].push(j);
                 rate_load[b] += rate;
                 lag_load[b] += lag;
-                *top = Reverse((F(rate_load[b] / scale), b));
+                *top = key(rate_load[b] / scale, b);
                 continue;
             }
         }
         let mut chosen = None;
-        while let Some(Reverse((key, b))) = heap.pop() {
+        while let Some(entry) = heap.pop() {
+            let b = entry.0 as u64 as usize;
             let scale = scale_of(b);
             let rate_fits = within(rate_load[b] + rate, rate_cap * scale);
             if held[b].is_empty() || (rate_fits && within(lag_load[b] + lag, lag_cap * scale)) {
                 chosen = Some(b);
                 break;
             }
-            skipped.push(Reverse((key, b)));
+            skipped.push(entry);
             // With one size the bins after this one carry at least its rate load: none fits in rate.
             if uniform && empty == 0 && !rate_fits {
                 break;
@@ -87,7 +89,7 @@ pub fn least_loaded(
         held[b].push(j);
         rate_load[b] += rate;
         lag_load[b] += lag;
-        heap.push(Reverse((F(rate_load[b] / scale_of(b)), b)));
+        heap.push(key(rate_load[b] / scale_of(b), b));
         heap.extend(skipped.drain(..));
     }
     held.into_iter().filter(|h| !h.is_empty()).collect()
