@@ -236,6 +236,7 @@ impl Input {
             gone_keys: vec![],
         };
         let mut gone_seen: HashSet<(u32, i64)> = HashSet::new();
+        self.consumer_of.reserve(consumers.len());
         let mut keys = keys.iter();
         let mut listed = vec![false; self.names.len() + consumers.len()];
         for (name, count) in consumers {
