@@ -35,6 +35,7 @@ check: $(VENV)/.all
 	$(BIN)/ruff check app clients tests bench
 	$(BIN)/ruff format --check app clients tests bench
 	$(BIN)/mypy
+	cd native && cargo fmt --check && cargo clippy --release --quiet -- -D warnings && cargo test --release --quiet
 	$(BIN)/python -m pytest -q -m "not integration" $(PYTEST_ARGS)
 
 test: $(VENV)/.all browser

@@ -124,7 +124,11 @@ impl Names {
 }
 
 /// `items` as a JSON array, each written by `write`.
-fn array<T>(out: &mut Vec<u8>, items: impl IntoIterator<Item = T>, mut write: impl FnMut(&mut Vec<u8>, T)) {
+fn array<T>(
+    out: &mut Vec<u8>,
+    items: impl IntoIterator<Item = T>,
+    mut write: impl FnMut(&mut Vec<u8>, T),
+) {
     out.push(b'[');
     for (i, item) in items.into_iter().enumerate() {
         if i > 0 {
@@ -226,7 +230,13 @@ pub fn write(p: &Problem, o: &Outcome, names: &Names, extra: &Extra) -> Vec<u8> 
     out.extend_from_slice(b"},\"rscore\":");
     float(out, o.rscore);
     out.extend_from_slice(b",\"consumer_count\":");
-    int(out, o.assignment.iter().filter(|(_, held)| !held.is_empty()).count());
+    int(
+        out,
+        o.assignment
+            .iter()
+            .filter(|(_, held)| !held.is_empty())
+            .count(),
+    );
     out.extend_from_slice(b",\"lower_bound\":");
     int(out, extra.lower_bound);
     out.extend_from_slice(b",\"overloaded_partitions\":");

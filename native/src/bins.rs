@@ -194,7 +194,10 @@ impl<'a> Bins<'a> {
                 Some(self.bin_at[i - self.leaves] as usize)
             }
             Rule::Best => {
-                let (_, &b) = self.by_residual.range((ordered(need) as u128) << 64..).next()?;
+                let (_, &b) = self
+                    .by_residual
+                    .range((ordered(need) as u128) << 64..)
+                    .next()?;
                 Some(b as usize)
             }
             Rule::Worst => {
@@ -232,7 +235,8 @@ impl<'a> Bins<'a> {
                 if let Some(old) = self.entry[b] {
                     self.by_residual.remove(&old);
                 }
-                let new = (ordered(self.limit[b] - self.load[b]) as u128) << 64 | self.tie[b] as u128;
+                let new =
+                    (ordered(self.limit[b] - self.load[b]) as u128) << 64 | self.tie[b] as u128;
                 self.entry[b] = Some(new);
                 self.by_residual.insert(new, b as u32);
             }
@@ -261,7 +265,10 @@ impl<'a> Bins<'a> {
         self.load[b] += self.rates[j as usize];
         self.held[b].push(j);
         let key = Reverse((F(self.load[b] - self.limit[b]), self.tie[b], b as u32));
-        *self.heap.peek_mut().expect("the bin found is the heap's top") = key;
+        *self
+            .heap
+            .peek_mut()
+            .expect("the bin found is the heap's top") = key;
     }
 
     /// Put partitions into bin b in order until the first that does not fit; return how many went in.

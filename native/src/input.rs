@@ -9,11 +9,9 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
-
 use crate::consumers::NONE;
 use crate::json::Reader;
 use crate::natural;
-
 
 /// The topics seen lately, by a cheap hash of the name, in front of the map of every topic: keys come grouped
 /// by topic or cycling through a few, so most lookups end here without hashing the whole name. (A collision
@@ -226,7 +224,11 @@ impl Input {
 
     /// The previous assignment: each consumer with how many of `keys` (in order) it held. None when an id
     /// cannot be ranked or a partition is held twice (the reference says which).
-    pub fn set_previous(&mut self, consumers: Vec<(&str, usize)>, keys: &[(u32, i64)]) -> Option<()> {
+    pub fn set_previous(
+        &mut self,
+        consumers: Vec<(&str, usize)>,
+        keys: &[(u32, i64)],
+    ) -> Option<()> {
         let n = self.keys.len();
         let mut previous = Previous {
             ids: Vec::with_capacity(consumers.len()),
@@ -341,7 +343,10 @@ impl<'a> TopicTable<'a> {
 
 /// `{"topic": …, "partition": …}` plus, for a partition of the request, `"rate"` and `"lag"`: each key at most
 /// once, no other key, topic, partition (and rate) required.
-fn partition_object<'a>(r: &mut Reader<'a>, rated: bool) -> Option<(Str<'a>, u64, f64, Option<f64>)> {
+fn partition_object<'a>(
+    r: &mut Reader<'a>,
+    rated: bool,
+) -> Option<(Str<'a>, u64, f64, Option<f64>)> {
     r.eat(b'{')?;
     let (mut topic, mut partition, mut rate, mut lag) = (None, None, None, None);
     let mut first = true;
@@ -353,13 +358,18 @@ fn partition_object<'a>(r: &mut Reader<'a>, rated: bool) -> Option<(Str<'a>, u64
             b"topic" if topic.is_none() => topic = Some(r.string()?),
             b"partition" if partition.is_none() => partition = Some(r.unsigned(MAX_PARTITION)?),
             b"rate" if rated && rate.is_none() => rate = Some(r.float()?),
-            b"lag" if rated && lag.is_none() => lag = Some(if r.null() { None } else { Some(r.float()?) }),
+            b"lag" if rated && lag.is_none() => {
+                lag = Some(if r.null() { None } else { Some(r.float()?) })
+            }
             _ => return None, // unknown, or given twice
         }
     }
     let rate = if rated { rate? } else { 0.0 };
     Some((topic?, partition?, rate, lag.flatten()))
 }
+
+/// The previous assignment as read: each consumer with how many partitions it held, then all of them in order.
+type PreviousDoc<'a> = (Vec<(Str<'a>, usize)>, Vec<(Str<'a>, u64)>);
 
 /// A member: an id, or `{"id": …, "capacity": …}`.
 fn member<'a>(r: &mut Reader<'a>) -> Option<(Str<'a>, Option<f64>)> {
@@ -396,7 +406,7 @@ pub fn parse(body: &[u8]) -> Option<(Vec<u8>, Input)> {
     };
     let (mut keys, mut rates, mut lags) = (vec![], vec![], vec![]);
     let mut partitions = false;
-    let mut previous: Option<(Vec<(Str, usize)>, Vec<(Str, u64)>)> = None;
+    let mut previous: Option<PreviousDoc> = None;
     let mut members: Option<Vec<(Str, Option<f64>)>> = None;
     let mut first = true;
     while r.more(b'}', first)? {
@@ -485,14 +495,21 @@ pub fn parse(body: &[u8]) -> Option<(Vec<u8>, Input)> {
         for name in topics.names.iter().skip(input.topics.len()) {
             input.topic(name); // topics only the previous assignment names: numbered as here
         }
-        let consumers = consumers.iter().map(|(name, count)| (name.as_ref(), *count));
+        let consumers = consumers
+            .iter()
+            .map(|(name, count)| (name.as_ref(), *count));
         input.set_previous(consumers.collect(), &keys)?;
     }
     if let Some(members) = &members {
         if members.iter().any(|(id, _)| !sized(id)) {
             return None;
         }
-        input.set_members(members.iter().map(|(id, capacity)| (id.as_ref(), *capacity)).collect())?;
+        input.set_members(
+            members
+                .iter()
+                .map(|(id, capacity)| (id.as_ref(), *capacity))
+                .collect(),
+        )?;
     }
     Some((rest, input))
 }

@@ -127,7 +127,10 @@ impl<'a> Reader<'a> {
     pub fn plain_key(&mut self) -> Option<&'a [u8]> {
         self.eat(b'"')?;
         let start = self.at;
-        let end = start + self.bytes[start..].iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+        let end = start
+            + self.bytes[start..]
+                .iter()
+                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
         (self.bytes[end] == b'"').then_some(())?;
         self.at = end + 1;
         Some(&self.bytes[start..end])
@@ -255,20 +258,30 @@ mod tests {
 
     #[test]
     fn numbers() {
-        for (text, value) in [("0", Some(0.0)), ("12.5e1", Some(125.0)), ("-0.0", Some(-0.0)), ("1e400", None)] {
+        for (text, value) in [
+            ("0", Some(0.0)),
+            ("12.5e1", Some(125.0)),
+            ("-0.0", Some(-0.0)),
+            ("1e400", None),
+        ] {
             assert_eq!(Reader::new(text.as_bytes()).float(), value, "{text}");
         }
         for bad in ["01", "1.", ".5", "+1", "-", "1e", "-3", "NaN"] {
             let mut r = Reader::new(bad.as_bytes());
             assert!(r.float().is_none() || r.at < bad.len(), "{bad}");
         }
-        assert_eq!(Reader::new(b"2147483647").unsigned(2147483647), Some(2147483647));
+        assert_eq!(
+            Reader::new(b"2147483647").unsigned(2147483647),
+            Some(2147483647)
+        );
         assert_eq!(Reader::new(b"2147483648").unsigned(2147483647), None);
     }
 
     #[test]
     fn skipping() {
-        assert!(Reader::new(br#"{"a":[1,{"b":null}],"c":true}"#).skip(0).is_some());
+        assert!(Reader::new(br#"{"a":[1,{"b":null}],"c":true}"#)
+            .skip(0)
+            .is_some());
         assert!(Reader::new(br#"{"a":1,"a":2}"#).skip(0).is_none());
         assert!(Reader::new(br#"[1,]"#).skip(0).is_none());
         assert!(Reader::new(br#"{"a" 1}"#).skip(0).is_none());

@@ -324,7 +324,8 @@ impl Solution {
             outputs,
             group,
         };
-        let json = py.allow_threads(|| answer::write(&self.problem, &self.outcome, &self.names, &extra));
+        let json =
+            py.allow_threads(|| answer::write(&self.problem, &self.outcome, &self.names, &extra));
         PyBytes::new(py, &json)
     }
 
@@ -343,7 +344,9 @@ impl Solution {
     ) -> PyResult<(usize, usize, f64, Bound<'py, PyList>, usize, f64)> {
         let (p, o) = (&self.problem, &self.outcome);
         let moved_rate = o.moved.iter().fold(0.0, |s, &j| s + p.rates[j as usize]);
-        let mut largest: Vec<usize> = (0..o.moved.len()).take(if top == 0 { 0 } else { usize::MAX }).collect();
+        let mut largest: Vec<usize> = (0..o.moved.len())
+            .take(if top == 0 { 0 } else { usize::MAX })
+            .collect();
         largest.sort_by(|&a, &b| {
             let (ra, rb) = (p.rates[o.moved[a] as usize], p.rates[o.moved[b] as usize]);
             rb.partial_cmp(&ra).unwrap()
@@ -369,7 +372,11 @@ impl Solution {
             .zip(&o.loads)
             .filter(|((c, _), &load)| !bins::within(load, p.consumers.cap[*c as usize]))
             .count();
-        let used = o.assignment.iter().filter(|(_, held)| !held.is_empty()).count();
+        let used = o
+            .assignment
+            .iter()
+            .filter(|(_, held)| !held.is_empty())
+            .count();
         Ok((used, o.moved.len(), moved_rate, moves, overloaded, o.rscore))
     }
 
@@ -400,13 +407,15 @@ impl Solution {
         let mut key = |(t, partition): (u32, i64)| (topics.get(t), partition);
         let columns = PyList::new(
             py,
-            o.columns.iter().map(|&j| match (j as usize).checked_sub(n) {
-                None => key(self.names.keys[j as usize]),
-                Some(g) => key(self.names.gone_keys[g]),
-            }),
+            o.columns
+                .iter()
+                .map(|&j| match (j as usize).checked_sub(n) {
+                    None => key(self.names.keys[j as usize]),
+                    Some(g) => key(self.names.gone_keys[g]),
+                }),
         )?;
         let cells = PyList::new(py, o.cells.iter().map(|&(r, c, v)| (r, c, v as i64)))?;
-        Ok(PyTuple::new(
+        PyTuple::new(
             py,
             [
                 assignment.into_any(),
@@ -423,7 +432,7 @@ impl Solution {
                 columns.into_any(),
                 cells.into_any(),
             ],
-        )?)
+        )
     }
 }
 
