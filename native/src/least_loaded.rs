@@ -155,23 +155,42 @@ fn name_by_overlap(
 ) -> Vec<(u32, Vec<u32>)> {
     let cap = &p.consumers.cap;
     let fits = |b: usize, c: u32| sizes.is_none_or(|s| cap[c as usize] == s[b]);
-    let mut overlap: HashMap<(usize, u32), f64> = HashMap::new();
-    let mut first_seen: Vec<(usize, u32)> = vec![];
+    // each bin's overlaps, summed in the bin's order: a bin holds a few partitions, so a short list serves
+    // (with an index once it holds many previous consumers)
+    let mut by_overlap: Vec<((usize, u32), f64)> = vec![];
+    let mut local: Vec<(u32, f64)> = vec![];
+    let mut index: HashMap<u32, usize> = HashMap::new();
     for (b, held) in packing.iter().enumerate() {
+        local.clear();
+        index.clear();
         for &j in held {
             let c = p.previous_owner[j as usize];
-            if c != NONE {
-                let e = overlap.entry((b, c)).or_insert_with(|| {
-                    first_seen.push((b, c));
-                    0.0
-                });
-                *e += p.rates[j as usize];
+            if c == NONE {
+                continue;
+            }
+            let rate = p.rates[j as usize];
+            let found = if local.len() <= 16 {
+                local.iter().position(|&(k, _)| k == c)
+            } else {
+                if index.is_empty() {
+                    index.extend(local.iter().enumerate().map(|(i, &(k, _))| (k, i)));
+                }
+                index.get(&c).copied()
+            };
+            match found {
+                Some(i) => local[i].1 += rate,
+                None => {
+                    if !index.is_empty() {
+                        index.insert(c, local.len());
+                    }
+                    local.push((c, 0.0 + rate));
+                }
             }
         }
+        by_overlap.extend(local.iter().map(|&(c, v)| ((b, c), v)));
     }
-    let mut by_overlap: Vec<((usize, u32), f64)> =
-        first_seen.iter().map(|k| (*k, overlap[k])).collect();
-    by_overlap.sort_by(|x, y| {
+    // (b, c) pairs are distinct, so the order is total
+    by_overlap.sort_unstable_by(|x, y| {
         F(y.1)
             .cmp(&F(x.1))
             .then(x.0 .0.cmp(&y.0 .0))
