@@ -18,9 +18,36 @@ pub struct Params {
     pub plan_rebalance_lag: bool,
 }
 
+/// A least-loaded packing: each partition's bin (in the order the partitions were placed).
+pub struct Packing {
+    order: Vec<u32>,
+    bin_of: Vec<u32>,
+    count: Vec<u32>,
+}
+
+impl Packing {
+    /// The bins that hold a partition.
+    pub fn len(&self) -> usize {
+        self.count.iter().filter(|&&c| c > 0).count()
+    }
+
+    /// The bins that hold a partition, in bin order, each with its partitions in the order they were placed.
+    pub fn bins(&self) -> Vec<Vec<u32>> {
+        let mut held: Vec<Vec<u32>> = self
+            .count
+            .iter()
+            .map(|&c| Vec::with_capacity(c as usize))
+            .collect();
+        for &j in &self.order {
+            held[self.bin_of[j as usize] as usize].push(j);
+        }
+        held.into_iter().filter(|h| !h.is_empty()).collect()
+    }
+}
+
 /// Least-Loaded from `start` bins: each partition to the least loaded bin it fits (rate load over the bin's
 /// scale, ties to the lowest bin); a partition that fits nowhere opens one bin more. Bin b has `scales[b]`
-/// times the capacity (1 beyond the list). Only bins that hold a partition are returned.
+/// times the capacity (1 beyond the list).
 pub fn least_loaded(
     rates: &[f64],
     lags: &[f64],
@@ -29,11 +56,12 @@ pub fn least_loaded(
     lag_cap: f64,
     start: usize,
     scales: &[f64],
-) -> Vec<Vec<u32>> {
+) -> Packing {
     let scale_of = |b: usize| if b < scales.len() { scales[b] } else { 1.0 };
     let uniform = scales.iter().all(|&s| s == 1.0);
     let bins = start.max(1);
-    let mut held: Vec<Vec<u32>> = vec![vec![]; bins];
+    let mut bin_of = vec![0u32; rates.len()];
+    let mut count: Vec<u32> = vec![0; bins];
     let mut rate_load = vec![0.0; bins];
     let mut lag_load = vec![0.0; bins];
     let mut empty = bins;
@@ -47,14 +75,15 @@ pub fn least_loaded(
         if let Some(mut top) = heap.peek_mut() {
             let b = top.0 as u64 as usize;
             let scale = scale_of(b);
-            if held[b].is_empty()
+            if count[b] == 0
                 || (within(rate_load[b] + rate, rate_cap * scale)
                     && within(lag_load[b] + lag, lag_cap * scale))
             {
-                if held[b].is_empty() {
+                if count[b] == 0 {
                     empty -= 1;
                 }
-                held[b].push(j);
+                count[b] += 1;
+                bin_of[j as usize] = b as u32;
                 rate_load[b] += rate;
                 lag_load[b] += lag;
                 *top = key(rate_load[b] / scale, b);
@@ -66,7 +95,7 @@ pub fn least_loaded(
             let b = entry.0 as u64 as usize;
             let scale = scale_of(b);
             let rate_fits = within(rate_load[b] + rate, rate_cap * scale);
-            if held[b].is_empty() || (rate_fits && within(lag_load[b] + lag, lag_cap * scale)) {
+            if count[b] == 0 || (rate_fits && within(lag_load[b] + lag, lag_cap * scale)) {
                 chosen = Some(b);
                 break;
             }
@@ -77,22 +106,27 @@ pub fn least_loaded(
             }
         }
         let b = chosen.unwrap_or_else(|| {
-            held.push(vec![]);
+            count.push(0);
             rate_load.push(0.0);
             lag_load.push(0.0);
             empty += 1;
-            held.len() - 1
+            count.len() - 1
         });
-        if held[b].is_empty() {
+        if count[b] == 0 {
             empty -= 1;
         }
-        held[b].push(j);
+        count[b] += 1;
+        bin_of[j as usize] = b as u32;
         rate_load[b] += rate;
         lag_load[b] += lag;
         heap.push(key(rate_load[b] / scale_of(b), b));
         heap.extend(skipped.drain(..));
     }
-    held.into_iter().filter(|h| !h.is_empty()).collect()
+    Packing {
+        order: order.to_vec(),
+        bin_of,
+        count,
+    }
 }
 
 /// Bins one dimension needs at least (`least_loaded.lower_bound`).
@@ -262,9 +296,14 @@ pub fn place(p: &mut Problem, params: &Params) -> Placement {
         }
         start = end;
     }
-    let pack = |lag_values: &[f64], f: f64| -> Vec<Vec<u32>> {
+    // (with no partition, a packing of no bin: least_loaded would open one)
+    let pack = |lag_values: &[f64], f: f64| -> Packing {
         if n == 0 {
-            return vec![];
+            return Packing {
+                order: vec![],
+                bin_of: vec![],
+                count: vec![],
+            };
         }
         let (rate_cap, lag_cap) = (mu * f, mu * params.w_sla * f);
         let start = lower_bound(&p.rates, rate_cap, &scales)
@@ -332,12 +371,13 @@ pub fn place(p: &mut Problem, params: &Params) -> Placement {
     let assignment = match packing {
         None => current,
         Some(packing) if uniform => {
-            let named = candidates(p, packing.len());
-            name_by_overlap(p, packing, &named, None)
+            let bins = packing.bins();
+            let named = candidates(p, bins.len());
+            name_by_overlap(p, bins, &named, None)
         }
         Some(packing) => {
             let sizes: Vec<f64> = ids.iter().map(|&c| p.consumers.cap[c as usize]).collect();
-            name_by_overlap(p, packing, &ids, Some(&sizes))
+            name_by_overlap(p, packing.bins(), &ids, Some(&sizes))
         }
     };
     let after = assignment.iter().filter(|(_, h)| !h.is_empty()).count();
