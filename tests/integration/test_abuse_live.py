@@ -41,11 +41,15 @@ def workers(pid: int) -> set[int]:
     """The compute workers among the service's child processes."""
     found = set()
     for task in Path(f"/proc/{pid}/task").glob("*"):
-        for child in (task / "children").read_text().split():
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        for child in children:
             try:
                 if b"app.service.compute" in Path(f"/proc/{child}/cmdline").read_bytes():
                     found.add(int(child))
-            except FileNotFoundError:
+            except OSError:  # the child ended meanwhile (gone, or reaped as it was read)
                 pass
     return found
 
