@@ -45,6 +45,45 @@ impl Packing {
     }
 }
 
+/// The bins of a packing being built: what each holds and carries.
+struct Loads {
+    bin_of: Vec<u32>,
+    count: Vec<u32>,
+    rate: Vec<f64>,
+    lag: Vec<f64>,
+    /// bins that hold nothing yet
+    empty: usize,
+}
+
+impl Loads {
+    /// (partition j's rate and lag fit bin b of `scale`, its rate fits): an empty bin takes any partition.
+    fn fits(&self, b: usize, rate: f64, lag: f64, caps: (f64, f64), scale: f64) -> (bool, bool) {
+        let rate_fits = within(self.rate[b] + rate, caps.0 * scale);
+        let fits = self.count[b] == 0 || (rate_fits && within(self.lag[b] + lag, caps.1 * scale));
+        (fits, rate_fits)
+    }
+
+    /// Put partition j into bin b; b's rate load after.
+    fn put(&mut self, b: usize, j: u32, rate: f64, lag: f64) -> f64 {
+        if self.count[b] == 0 {
+            self.empty -= 1;
+        }
+        self.count[b] += 1;
+        self.bin_of[j as usize] = b as u32;
+        self.rate[b] += rate;
+        self.lag[b] += lag;
+        self.rate[b]
+    }
+
+    fn open(&mut self) -> usize {
+        self.count.push(0);
+        self.rate.push(0.0);
+        self.lag.push(0.0);
+        self.empty += 1;
+        self.count.len() - 1
+    }
+}
+
 /// Least-Loaded from `start` bins: each partition to the least loaded bin it fits (rate load over the bin's
 /// scale, ties to the lowest bin); a partition that fits nowhere opens one bin more. Bin b has `scales[b]`
 /// times the capacity (1 beyond the list).
@@ -59,12 +98,15 @@ pub fn least_loaded(
 ) -> Packing {
     let scale_of = |b: usize| if b < scales.len() { scales[b] } else { 1.0 };
     let uniform = scales.iter().all(|&s| s == 1.0);
+    let caps = (rate_cap, lag_cap);
     let bins = start.max(1);
-    let mut bin_of = vec![0u32; rates.len()];
-    let mut count: Vec<u32> = vec![0; bins];
-    let mut rate_load = vec![0.0; bins];
-    let mut lag_load = vec![0.0; bins];
-    let mut empty = bins;
+    let mut loads = Loads {
+        bin_of: vec![0; rates.len()],
+        count: vec![0; bins],
+        rate: vec![0.0; bins],
+        lag: vec![0.0; bins],
+        empty: bins,
+    };
     // (load / scale, bin) as one integer: the load's ordered bits, then the bin
     let key = |load: f64, b: usize| Reverse((ordered(load) as u128) << 64 | b as u128);
     let mut heap: BinaryHeap<Reverse<u128>> = (0..bins).map(|b| key(0.0, b)).collect();
@@ -75,57 +117,33 @@ pub fn least_loaded(
         if let Some(mut top) = heap.peek_mut() {
             let b = top.0 as u64 as usize;
             let scale = scale_of(b);
-            if count[b] == 0
-                || (within(rate_load[b] + rate, rate_cap * scale)
-                    && within(lag_load[b] + lag, lag_cap * scale))
-            {
-                if count[b] == 0 {
-                    empty -= 1;
-                }
-                count[b] += 1;
-                bin_of[j as usize] = b as u32;
-                rate_load[b] += rate;
-                lag_load[b] += lag;
-                *top = key(rate_load[b] / scale, b);
+            if loads.fits(b, rate, lag, caps, scale).0 {
+                *top = key(loads.put(b, j, rate, lag) / scale, b);
                 continue;
             }
         }
         let mut chosen = None;
         while let Some(entry) = heap.pop() {
             let b = entry.0 as u64 as usize;
-            let scale = scale_of(b);
-            let rate_fits = within(rate_load[b] + rate, rate_cap * scale);
-            if count[b] == 0 || (rate_fits && within(lag_load[b] + lag, lag_cap * scale)) {
+            let (fits, rate_fits) = loads.fits(b, rate, lag, caps, scale_of(b));
+            if fits {
                 chosen = Some(b);
                 break;
             }
             skipped.push(entry);
             // With one size the bins after this one carry at least its rate load: none fits in rate.
-            if uniform && empty == 0 && !rate_fits {
+            if uniform && loads.empty == 0 && !rate_fits {
                 break;
             }
         }
-        let b = chosen.unwrap_or_else(|| {
-            count.push(0);
-            rate_load.push(0.0);
-            lag_load.push(0.0);
-            empty += 1;
-            count.len() - 1
-        });
-        if count[b] == 0 {
-            empty -= 1;
-        }
-        count[b] += 1;
-        bin_of[j as usize] = b as u32;
-        rate_load[b] += rate;
-        lag_load[b] += lag;
-        heap.push(key(rate_load[b] / scale_of(b), b));
+        let b = chosen.unwrap_or_else(|| loads.open());
+        heap.push(key(loads.put(b, j, rate, lag) / scale_of(b), b));
         heap.extend(skipped.drain(..));
     }
     Packing {
         order: order.to_vec(),
-        bin_of,
-        count,
+        bin_of: loads.bin_of,
+        count: loads.count,
     }
 }
 
