@@ -231,11 +231,13 @@ def check_capacity(capacity: float) -> None:
         raise AssignmentError("invalid_capacity", f"capacity must be a finite number above 0, got {capacity!r}.")
 
 
-def check_scale(total_rate: float, capacity: float, member_count: int | None, max_consumers: int) -> None:
-    """The consumers a request implies (⌈Σ rate / C⌉, and its members) within `max_consumers`."""
-    consumers_implied(total_rate / capacity, max_consumers, "Σ rate / capacity")
+def check_scale(total_rate: float, capacity: float, member_count: int | None, max_consumers: int) -> int:
+    """The consumers a request implies (⌈Σ rate / C⌉, and its members) within `max_consumers`; ⌈Σ rate / C⌉,
+    the lower bound."""
+    lower_bound = consumers_implied(total_rate / capacity, max_consumers, "Σ rate / capacity")
     if member_count is not None and member_count > max_consumers:
         consumers_implied(member_count, max_consumers, "the member count")
+    return lower_bound
 
 
 def _checked_previous(previous: Mapping[str, Sequence[PartitionKey]]) -> dict[str, list[PartitionKey]]:

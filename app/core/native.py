@@ -99,15 +99,15 @@ def solve_bulk(bulk: Bulk, name: str, capacity: float, params: BaseModel | None,
     checks `build_problem` and the algorithm make (here on the totals, summed as the reference sums them), in
     the same order, with the same errors."""
     from app.core.algorithms.least_loaded import LeastLoadedParams, check_totals
-    from app.core.model import check_capacity, check_scale, consumers_implied
+    from app.core.model import check_capacity, check_scale
 
     check_capacity(capacity)
     planning = params if isinstance(params, LeastLoadedParams) else None
     total_rate, lag_sum, planned_sum = bulk.totals(
         planning.rebalance_s if planning else 0.0, planning.plan_rebalance_lag if planning else False
     )
-    check_scale(total_rate, capacity, bulk.member_count, max_consumers)
+    lower_bound = check_scale(total_rate, capacity, bulk.member_count, max_consumers)
     if planning is not None:
         check_totals(capacity, total_rate, lag_sum, planned_sum, planning, max_consumers)
     solution = bulk.solve(name, float(capacity), params.model_dump() if params is not None else {})
-    return solution, consumers_implied(total_rate / capacity, max_consumers, "Σ rate / capacity")
+    return solution, lower_bound
