@@ -162,9 +162,12 @@ impl Index {
 }
 
 impl Input {
-    /// The partitions: None when one is listed twice or a sum overflows (the reference says which).
+    /// The partitions, with the topics they name (`topic_ids`: each name's place in `topics`, which may also
+    /// hold topics only a previous assignment names): None when one is listed twice or a sum overflows (the
+    /// reference says which).
     pub fn new(
         topics: Vec<String>,
+        topic_ids: HashMap<String, u32>,
         keys: Vec<(u32, i64)>,
         rates: Vec<f64>,
         lags: Vec<Option<f64>>,
@@ -177,11 +180,6 @@ impl Input {
         }
         let index = Index::new(&keys, topics.len())?;
         let key_rank = index.ranks(&topics, keys.len());
-        let topic_ids = topics
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.clone(), i as u32))
-            .collect();
         Some(Input {
             topics,
             topic_ids,
@@ -483,22 +481,23 @@ pub fn parse(body: &[u8]) -> Option<(Vec<u8>, Input)> {
         return None; // more after the object; or no partitions (a group's stored rates): the reference reads it
     }
     rest.push(b'}');
-    let mut input = Input::new(topics.names.clone(), keys, rates, lags)?;
+    // the previous assignment's partitions numbered with the same topics (one it alone names is added)
+    let mut previous_keys = vec![];
     if let Some((consumers, held)) = &previous {
         if consumers.iter().any(|(name, _)| !sized(name)) {
             return None;
         }
-        let mut keys = Vec::with_capacity(held.len());
+        previous_keys.reserve(held.len());
         for (topic, partition) in held {
-            keys.push((topics.id(topic)?, *partition as i64));
+            previous_keys.push((topics.id(topic)?, *partition as i64));
         }
-        for name in topics.names.iter().skip(input.topics.len()) {
-            input.topic(name); // topics only the previous assignment names: numbered as here
-        }
+    }
+    let mut input = Input::new(topics.names, topics.ids, keys, rates, lags)?;
+    if let Some((consumers, _)) = &previous {
         let consumers = consumers
             .iter()
             .map(|(name, count)| (name.as_ref(), *count));
-        input.set_previous(consumers.collect(), &keys)?;
+        input.set_previous(consumers.collect(), &previous_keys)?;
     }
     if let Some(members) = &members {
         if members.iter().any(|(id, _)| !sized(id)) {

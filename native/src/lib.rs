@@ -508,7 +508,7 @@ fn from_objects(
         .map(|key| topics.key(&key))
         .collect::<PyResult<Vec<_>>>()?;
     let lags = lags.unwrap_or_else(|| vec![None; parsed.len()]);
-    let Some(mut input) = Input::new(topics.names, parsed, rates, lags) else {
+    let Some(mut input) = Input::new(topics.names, topics.ids, parsed, rates, lags) else {
         return Err(PyValueError::new_err("the partitions were not validated"));
     };
     if !previous_from_objects(&mut input, previous)? {
