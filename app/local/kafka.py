@@ -163,8 +163,11 @@ def spark_kafka_jars(spark_version: str, spark_jars_dir: Path | None = None) -> 
 
 
 def random_cluster_id() -> str:
-    """Kafka's Uuid text form: 16 random bytes, URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """Kafka's Uuid text form: 16 random bytes, URL-safe base64 without padding, drawn again while it starts
+    with "-" as Kafka's own Uuid.randomUuid() does (the storage tool would read such an id as an option)."""
+    while (cluster_id := base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")).startswith("-"):
+        pass
+    return cluster_id
 
 
 def _die_with_parent() -> None:
