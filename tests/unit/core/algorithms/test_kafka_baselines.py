@@ -13,8 +13,8 @@ from app.core.algorithm import get_algorithm
 from app.core.assign import solve
 from app.core.errors import AssignmentError
 from app.core.model import build_problem
-from tests.unit.algorithm_cases import outcome_of, partitions_of
-from tests.unit.test_properties import instances
+from tests.unit.core.algorithms.cases import outcome_of, partitions_of
+from tests.unit.core.test_properties import instances
 
 
 def test_roundrobin_and_range_deal_equal_counts_over_n_consumers():

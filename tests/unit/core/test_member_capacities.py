@@ -11,8 +11,8 @@ from app.core.assign import solve
 from app.core.bins import FIT_RULES
 from app.core.errors import AssignmentError
 from app.core.model import build_problem
-from tests.unit.algorithm_cases import outcome_of, partitions_of
-from tests.unit.test_properties import RATE_BLIND, check_invariants, runnable
+from tests.unit.core.algorithms.cases import outcome_of, partitions_of
+from tests.unit.core.test_properties import RATE_BLIND, check_invariants, runnable
 
 CAPACITY_AWARE = [name for name in runnable() if name not in RATE_BLIND]
 

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from app.core.algorithm import get_algorithm
 from app.core.assign import solve
 from app.core.model import build_problem
-from tests.unit.algorithm_cases import outcome_of, partitions_of
-from tests.unit.test_properties import check_invariants
+from tests.unit.core.algorithms.cases import outcome_of, partitions_of
+from tests.unit.core.test_properties import check_invariants
 
 
 def test_a_group_that_fits_stays_as_it_is():

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from app.core.algorithms.exact import martello_toth_l2
 from app.core.errors import AssignmentError
-from tests.unit.algorithm_cases import outcome_of, partitions_of, previous_of
+from tests.unit.core.algorithms.cases import outcome_of, partitions_of, previous_of
 
 HEURISTICS = ("bfd", "ffd", "wfd", "nfd", "mwf", "mbf", "least-loaded")
 

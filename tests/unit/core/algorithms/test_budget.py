@@ -10,8 +10,8 @@ from app.core.algorithm import get_algorithm
 from app.core.assign import solve
 from app.core.errors import AssignmentError
 from app.core.model import build_problem
-from tests.unit.algorithm_cases import outcome_of, partitions_of
-from tests.unit.test_properties import check_invariants
+from tests.unit.core.algorithms.cases import outcome_of, partitions_of
+from tests.unit.core.test_properties import check_invariants
 
 MODIFIED = ["mwf", "mbf", "mwfp", "mbfp"]
 

@@ -11,8 +11,8 @@ from app.core.algorithms.least_loaded import least_loaded
 from app.core.assign import solve
 from app.core.errors import AssignmentError
 from app.core.model import build_problem
-from tests.unit.algorithm_cases import outcome_of, partitions_of
-from tests.unit.test_properties import instances
+from tests.unit.core.algorithms.cases import outcome_of, partitions_of
+from tests.unit.core.test_properties import instances
 
 
 def loads(outcome):

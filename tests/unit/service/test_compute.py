@@ -9,7 +9,7 @@ import pytest
 
 from app.core.errors import AssignmentError, ErrorCode
 from app.service.compute import ComputePool
-from tests.unit import pool_jobs
+from tests.unit.service import pool_jobs
 
 
 def alive(pid: int) -> bool:
@@ -31,7 +31,7 @@ async def gone_within(pid: int, seconds: float = 5) -> bool:
 
 @pytest.fixture
 async def pool():
-    pool = ComputePool(workers=1, queue=1, timeout_s=30, memory_mb=512, preload=("tests.unit.pool_jobs",))
+    pool = ComputePool(workers=1, queue=1, timeout_s=30, memory_mb=512, preload=("tests.unit.service.pool_jobs",))
     await pool.start()
     await pool.run(pool_jobs.pid, b"0")  # the worker has imported everything
     yield pool
