@@ -1,9 +1,11 @@
-"""The documentation holds the facts the code defines, and its links hold: every error code in the API page's
-table under its HTTP status, every setting in a table row with its default, every relative link of README.md
-to a file and heading that exist, and the site built strictly without loading anything from another host."""
+"""The documentation holds the facts the code defines, and its links hold: the examples' answers are what the
+code answers, every error code is in the API page's table under its HTTP status, every setting in a table row
+with its default, every relative link of README.md goes to a file and heading that exist, and the site builds
+strictly without loading anything from another host."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from mkdocs.config import load_config
 from pydantic import AliasChoices
 
 from app.api.errors import STATUS
+from app.cli import main
 from app.core.errors import ErrorCode
 from app.settings import Settings
 
@@ -24,6 +27,8 @@ README = ROOT / "README.md"
 CODE_SPAN = re.compile(r"`([^`]+)`")
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*$", re.MULTILINE)
+EXAMPLE = re.compile(r"-d '(\{.*?\})'\n```\n+```json\n(.*?)```", re.DOTALL)
+ELIDED = "…"
 
 
 def table_rows(text: str) -> list[list[str]]:
@@ -35,6 +40,42 @@ def table_rows(text: str) -> list[list[str]]:
             continue
         rows.append([cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", line.strip("|"))])
     return rows
+
+
+def agrees(shown: object, answered: object) -> bool:
+    """Whether a documented answer is the real one: the same keys and values, where a list ending in "…" shows
+    only its first items."""
+    if isinstance(shown, dict):
+        return (
+            isinstance(answered, dict)
+            and shown.keys() == answered.keys()
+            and all(agrees(value, answered[key]) for key, value in shown.items())
+        )
+    if isinstance(shown, list):
+        if not isinstance(answered, list):
+            return False
+        if shown and shown[-1] == ELIDED:
+            shown, answered = shown[:-1], answered[: len(shown) - 1]
+        return len(shown) == len(answered) and all(agrees(a, b) for a, b in zip(shown, answered))
+    return shown == answered
+
+
+@pytest.mark.parametrize(
+    ("page", "command"),
+    [(README, "assign"), (DOCS / "api.md", "assign"), (DOCS / "placement.md", "placement")],
+    ids=["README", "api", "placement"],
+)
+def test_the_examples_answer_what_the_code_answers(page, command, tmp_path, capsys):
+    request, shown = EXAMPLE.search(page.read_text()).groups()
+    body = json.loads(request)
+    stored = {key: body.pop(key) for key in ("group",) if key in body}  # the CLI stores nothing
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(body))
+    assert main([command, "--input", str(path)]) == 0
+    answered = json.loads(capsys.readouterr().out)
+    if stored:
+        answered.update(stored, version=1)  # what the service adds when it stores the first version
+    assert agrees(json.loads(shown), answered), answered
 
 
 def test_every_error_code_is_in_the_api_page_under_its_status():
