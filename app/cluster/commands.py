@@ -72,10 +72,10 @@ def run(args: argparse.Namespace) -> int:
 
     from app.codec.placement import PlacementOptions, PlacementRequest
     from app.codec.wire import convert, decode, encode
-    from app.service.placement import plan
+    from app.service.placement import PlacementLimits, plan
     from app.settings import get_settings
 
-    limit = get_settings().max_partitions
+    limits = PlacementLimits.of(get_settings())
     if args.input is not None:
         from app.cli import _read
 
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
 
         body = sys.stdin.buffer.read() if args.input == "-" else _read(args.input)
-        answer = plan(decode(msgspec.json.Decoder(PlacementRequest), body), limit)
+        answer = plan(decode(msgspec.json.Decoder(PlacementRequest), body), limits)
     else:
         from app.cluster.kafka import ClusterError, execute, read_cluster
 
@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
             return 1
         for note in snapshot.notes:
             print(f"groupfit placement: {note}", file=sys.stderr)
-        answer = plan(snapshot.request, limit)
+        answer = plan(snapshot.request, limits)
     text = encode(answer)
     sys.stdout.buffer.write(msgspec.json.format(text, indent=args.indent) if args.indent else text)
     sys.stdout.buffer.write(b"\n")
