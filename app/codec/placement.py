@@ -4,6 +4,7 @@ plan out."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -173,6 +174,13 @@ class PlacementResponse(Struct):
 
 def problem_of(request: PlacementRequest) -> PlacementProblem:
     retention = {topic.name: topic.retention_ms for topic in request.topics}
+    if len(retention) < len(request.topics):
+        twice = sorted(name for name, count in Counter(t.name for t in request.topics).items() if count > 1)
+        raise AssignmentError(
+            ErrorCode.INVALID_PARAMETER,
+            f"topics {twice} are listed more than once; list each topic once.",
+            {"topics": twice},
+        )
     partitions = []
     for spec in request.partitions:
         throughput = spec.throughput

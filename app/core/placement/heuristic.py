@@ -137,8 +137,8 @@ class Greedy:
             # the smallest replica that alone clears both excesses: the least bytes for this broker
             start = bisect_left(hosted, (disk_excess, -1, -1)) if disk_excess > 0 else 0
             chosen = next((i for i in range(start, len(hosted)) if hosted[i][1] >= network_excess), None)
-            if chosen is None:  # none does: the largest on the dimension most over its capacity
-                if disk_excess / problem.disk_limit[b] >= network_excess / problem.network_limit[b]:
+            if chosen is None:  # none does: the largest on the dimension most over (its limit may be 0: full)
+                if disk_excess / problem.brokers[b].disk >= network_excess / problem.network_full[b]:
                     chosen = len(hosted) - 1
                 else:
                     chosen = max(range(len(hosted)), key=lambda i: (hosted[i][1], -i))
