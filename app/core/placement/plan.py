@@ -22,7 +22,7 @@ class Move:
     partition: int  # index into problem.partitions
     source: int  # broker id
     target: int  # broker id
-    bytes: float
+    bytes: int
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Plan:
     problem: PlacementProblem
     replicas: list[list[int]]  # broker ids per partition, preferred leader first
     moves: list[Move]
-    bytes_moved: float
+    bytes_moved: int
     brokers: list[BrokerUse]
     peak_before: tuple[float, float]  # (disk, network)
     peak_after: tuple[float, float]
@@ -138,8 +138,8 @@ def _brokers(
             rack=broker.rack,
             disk_before=before.disk[b] / broker.disk,
             disk_after=after.disk[b] / broker.disk,
-            network_before=before.network[b] / broker.network,
-            network_after=after.network[b] / broker.network,
+            network_before=before.network[b] / problem.network_full[b],
+            network_after=after.network[b] / problem.network_full[b],
             leader_throughput_before=leading_before[b],
             leader_throughput_after=leading_after[b],
             replicas_before=count_before[b],

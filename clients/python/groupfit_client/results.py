@@ -492,7 +492,7 @@ class ReplicaMove:
     partition: TopicPartition
     from_: int
     to: int
-    bytes: float
+    bytes: int
 
     @classmethod
     def from_json(cls, doc: Json) -> ReplicaMove:
@@ -557,7 +557,7 @@ class Placement:
     objective: str
     partitions: list[PartitionPlacement]
     moves: list[ReplicaMove]
-    bytes_moved: float
+    bytes_moved: int
     brokers: list[BrokerUtilization]
     peak_before: Peak
     peak_after: Peak
