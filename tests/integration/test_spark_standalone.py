@@ -105,10 +105,16 @@ class Submitted:
     def log_tail(self) -> str:
         return self.log_path.read_text(errors="replace")[-4000:]
 
-    def records_read(self, topic: str) -> int:
-        """The records the job's log says its micro-batches read through Spark's Kafka connector (KafkaV2)."""
+    def records_read(self, topic: str, wait_s: float = 120) -> int:
+        """The records the job's log says its micro-batches read through Spark's Kafka connector (KafkaV2), once
+        it says so: a batch is logged when it has ended, after its rates were written (`wait_s` at most)."""
         pattern = rf"batch \d+: (\d+) records from KafkaV2\[Subscribe\[{re.escape(topic)}\]\]"
-        return sum(int(n) for n in re.findall(pattern, self.log_path.read_text(errors="replace")))
+        deadline = time.monotonic() + wait_s
+        while not (read := sum(map(int, re.findall(pattern, self.log_path.read_text(errors="replace"))))):
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                break
+            time.sleep(1)
+        return read
 
 
 def batches(checkpoint: Path) -> dict[int, dict[str, int]]:
