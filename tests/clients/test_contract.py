@@ -21,6 +21,7 @@ import datetime as dt
 import json
 import re
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -253,8 +254,20 @@ def test_query_defaults_are_the_services():
 # -- drift: each change to a copy of the contract is named --------------------------------------------------
 
 
-def _add_property(spec: dict) -> None:
-    spec["components"]["schemas"]["ConsumerLoad"]["properties"]["lag"] = {"type": "number"}
+def setting(*path: str | int, value: Any) -> Callable[[dict], None]:
+    """A change that sets the node at `path` (below components/schemas) to `value`."""
+
+    def change(spec: dict) -> None:
+        node = spec["components"]["schemas"]
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+
+    return change
+
+
+def _add_required(spec: dict) -> None:
+    setting("ConsumerLoad", "properties", "lag", value={"type": "number"})(spec)
     spec["components"]["schemas"]["ConsumerLoad"]["required"].append("lag")
 
 
@@ -264,70 +277,59 @@ def _rename_property(spec: dict) -> None:
     move["required"] = ["source" if r == "from" else r for r in move["required"]]
 
 
-def _retype_property(spec: dict) -> None:
-    spec["components"]["schemas"]["ReplicaMove"]["properties"]["bytes"] = {"type": "integer"}
-
-
-def _retype_nullable(spec: dict) -> None:
-    spec["components"]["schemas"]["LatencyFigures"]["properties"]["p99"]["anyOf"][0] = {"type": "string"}
-
-
 def _require_optional(spec: dict) -> None:
-    answer = spec["components"]["schemas"]["AssignResponse"]
-    answer["properties"]["version"] = {"type": "integer"}
-    answer["required"].append("version")
+    setting("AssignResponse", "properties", "version", value={"type": "integer"})(spec)
+    spec["components"]["schemas"]["AssignResponse"]["required"].append("version")
 
 
 def _unrequire(spec: dict) -> None:
     spec["components"]["schemas"]["GroupState"]["required"].remove("capacity")
 
 
-def _swap_nested(spec: dict) -> None:
-    items = spec["components"]["schemas"]["AssignResponse"]["properties"]["moves"]["items"]
-    items["$ref"] = "#/components/schemas/ReplicaMove"
-
-
-def _item_type(spec: dict) -> None:
-    spec["components"]["schemas"]["ScaleSignal"]["properties"]["overloaded"]["items"] = {"type": "integer"}
-
-
-def _map_values(spec: dict) -> None:
-    spec["components"]["schemas"]["PlacementResponse"]["properties"]["bounds"]["additionalProperties"] = {
-        "type": "string"
-    }
-
-
-def _envelope(spec: dict) -> None:
-    spec["components"]["schemas"]["GroupHistory"]["properties"]["next"] = {"type": "string"}
-
-
-def _sent(spec: dict) -> None:
-    spec["components"]["schemas"]["RatesUpdate"]["properties"]["source"] = {"type": "string"}
-
-
-def _sent_type(spec: dict) -> None:
-    spec["components"]["schemas"]["PartitionRate"]["properties"]["lag"]["anyOf"][0] = {"type": "integer"}
-
-
-def _query(spec: dict) -> None:
+def _drop_query_parameter(spec: dict) -> None:
     history = spec["paths"]["/v1/groups/{group}/history"]["get"]
     history["parameters"] = [p for p in history["parameters"] if p["name"] != "limit"]
 
 
+INTEGER, STRING = {"type": "integer"}, {"type": "string"}
 DRIFTS = {
-    "a field the service adds": (_add_property, "ConsumerLoad.lag is in the contract, not in ConsumerLoad"),
+    "a field the service adds": (_add_required, "ConsumerLoad.lag is in the contract, not in ConsumerLoad"),
     "a renamed field": (_rename_property, "Move.from_ reads 'from', which Move does not have"),
-    "a changed type": (_retype_property, "ReplicaMove.bytes is number (float), the contract says"),
-    "a changed nullable type": (_retype_nullable, "LatencyFigures.p99 is number (float), the contract says"),
+    "a changed type": (
+        setting("ReplicaMove", "properties", "bytes", value=INTEGER),
+        "ReplicaMove.bytes is number (float), the contract says",
+    ),
+    "a changed nullable type": (
+        setting("LatencyFigures", "properties", "p99", "anyOf", 0, value=STRING),
+        "LatencyFigures.p99 is number (float), the contract says",
+    ),
     "an optional field made required": (_require_optional, "Assignment.version is optional, but"),
     "a required field made optional": (_unrequire, "GroupState.capacity is required, but GroupState.capacity may"),
-    "a nested schema swapped": (_swap_nested, "ReplicaMove.bytes is in the contract, not in Move"),
-    "an item type changed": (_item_type, "ScaleSignal.overloaded[] is string (str), the contract says"),
-    "a map's value type changed": (_map_values, "Placement.bounds{} is number (float), the contract says"),
-    "an envelope grown": (_envelope, "history returns GroupHistory.versions, leaving out ['group', 'next']"),
-    "a body the client builds grown": (_sent, "put_rates sends ['partitions', 'window_end'], RatesUpdate has"),
-    "a type the client sends changed": (_sent_type, "PartitionRate.lag is number (float), the contract says"),
-    "a query parameter gone": (_query, "history sends query 'limit', not a parameter of the operation"),
+    "a nested schema swapped": (
+        setting("AssignResponse", "properties", "moves", "items", "$ref", value="#/components/schemas/ReplicaMove"),
+        "ReplicaMove.bytes is in the contract, not in Move",
+    ),
+    "an item type changed": (
+        setting("ScaleSignal", "properties", "overloaded", "items", value=INTEGER),
+        "ScaleSignal.overloaded[] is string (str), the contract says",
+    ),
+    "a map's value type changed": (
+        setting("PlacementResponse", "properties", "bounds", "additionalProperties", value=STRING),
+        "Placement.bounds{} is number (float), the contract says",
+    ),
+    "an envelope grown": (
+        setting("GroupHistory", "properties", "next", value=STRING),
+        "history returns GroupHistory.versions, leaving out ['group', 'next']",
+    ),
+    "a body the client builds grown": (
+        setting("RatesUpdate", "properties", "source", value=STRING),
+        "put_rates sends ['partitions', 'window_end'], RatesUpdate has",
+    ),
+    "a type the client sends changed": (
+        setting("PartitionRate", "properties", "lag", "anyOf", 0, value=INTEGER),
+        "PartitionRate.lag is number (float), the contract says",
+    ),
+    "a query parameter gone": (_drop_query_parameter, "history sends query 'limit', not a parameter of the operation"),
 }
 
 
