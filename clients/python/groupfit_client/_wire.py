@@ -19,6 +19,7 @@ import dataclasses
 import datetime as dt
 import functools
 import keyword
+import operator
 import types
 import typing
 from collections.abc import Callable
@@ -77,8 +78,8 @@ def wire_fields(cls: type) -> tuple[WireField, ...]:
 
 
 def converter(hint: Any) -> Convert | None:
-    """How to read a JSON value as `hint` (None inside an optional passes through); None: as it is."""
-    hint, optional = non_null(hint)
+    """How to read a JSON value as `hint` (a field's None is handled by its reader); None: as it is."""
+    hint, _ = non_null(hint)
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     convert: Convert | None = None
     if hint is dt.datetime:
@@ -89,9 +90,7 @@ def converter(hint: Any) -> Convert | None:
         convert = functools.partial(_each_value, value)
     elif dataclasses.is_dataclass(hint) or is_named_tuple(hint):
         convert = reader(hint)
-    if convert is None or not optional:
-        return convert
-    return functools.partial(_unless_none, convert)
+    return convert
 
 
 def _each(item: Convert, values: list[Any]) -> list[Any]:
@@ -102,16 +101,19 @@ def _each_value(value: Convert, values: dict[str, Any]) -> dict[str, Any]:
     return {k: value(v) for k, v in values.items()}
 
 
-def _unless_none(convert: Convert, value: Any) -> Any:
-    return None if value is None else convert(value)
-
-
 @functools.cache
 def reader(cls: type[R]) -> Callable[[Any], R]:
     """Reads a JSON value as `cls`, a dataclass or NamedTuple (built once per type: an answer of 10^3
     partitions reads 10^3 results)."""
     steps = [(f.attribute, f.key, converter(f.hint), f.optional) for f in wire_fields(cls)]  # type: ignore[arg-type]
     has_raw = dataclasses.is_dataclass(cls) and "raw" in {f.name for f in dataclasses.fields(cls)}
+    if not has_raw and len(steps) > 1 and all(key and convert is None and not opt for _, key, convert, opt in steps):
+        values_of = operator.itemgetter(*(key for _, key, _, _ in steps))  # plain fields, in order: the fast way
+
+        def read_plain(doc: Any) -> R:
+            return cls(*(doc if isinstance(doc, list) else values_of(doc)))
+
+        return read_plain
 
     def read(doc: Any) -> R:
         if isinstance(doc, list):  # a NamedTuple sent as an array
