@@ -134,6 +134,8 @@ def batches(checkpoint: Path) -> dict[int, dict[str, int]]:
     return planned
 
 
+# Two spark-submits, each up to ~5 min from submit to accurate rates on a loaded shared machine (quiet: ~1 min).
+@pytest.mark.timeout(1500)
 def test_rates_job_on_a_standalone_cluster_and_a_driver_restart(
     spark_cluster, groupfit_wheel, kafka_connector_jars, kafka_broker, live_service, tmp_path
 ):
