@@ -1,7 +1,7 @@
 """The service's answers as typed values (field names as in openapi/openapi.json). Each is declared here once
-and read by the one reader of `_wire` (its `from_json`), which follows the annotations; tests/clients/
-test_contract.py checks them against the contract. Each result keeps the JSON document it came from as `.raw`,
-so a field a newer service adds is still reachable."""
+and read by the one reader of `_wire` (its `from_json`), which follows the annotations; the contract test
+(tests/clients/test_contract.py) checks them field by field. Each result keeps the JSON document it came from as
+`.raw`, so a field a newer service adds is still reachable."""
 
 from __future__ import annotations
 
