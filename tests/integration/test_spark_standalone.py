@@ -134,8 +134,12 @@ def batches(checkpoint: Path) -> dict[int, dict[str, int]]:
     return planned
 
 
-# Two spark-submits, each up to ~5 min from submit to accurate rates on a loaded shared machine (quiet: ~1 min).
-@pytest.mark.timeout(1500)
+# Two spark-submits, each given up to 8 min from submit to accurate rates: 277 s and over 300 s were seen at load
+# average 20-25 on 2 cores (quiet: about a minute).
+SUBMIT_TO_RATES_S = 480
+
+
+@pytest.mark.timeout(2 * SUBMIT_TO_RATES_S + 600)
 def test_rates_job_on_a_standalone_cluster_and_a_driver_restart(
     spark_cluster, groupfit_wheel, kafka_connector_jars, kafka_broker, live_service, tmp_path
 ):
@@ -180,7 +184,7 @@ def test_rates_job_on_a_standalone_cluster_and_a_driver_restart(
         time.sleep(WINDOW_S / 2)  # records for the first window to be complete
         started = time.perf_counter()
         first = Submitted(spark_cluster, groupfit_wheel, kafka_connector_jars, tmp_path / "driver-1.log", *job_args)
-        rates = watch_until(None, 300, first)
+        rates = watch_until(None, SUBMIT_TO_RATES_S, first)
         assert rates is not None, f"no accurate rates from the cluster: {observed[-3:]}\n{first.log_tail()}"
         print(f"first accurate rates {time.perf_counter() - started:.0f} s after spark-submit: {rates}")
         assert first.records_read(topic) > 0, f"no batch read through the connector:\n{first.log_tail()}"
@@ -191,7 +195,7 @@ def test_rates_job_on_a_standalone_cluster_and_a_driver_restart(
         assert before, "the first run planned no batch"
         started = time.perf_counter()
         second = Submitted(spark_cluster, groupfit_wheel, kafka_connector_jars, tmp_path / "driver-2.log", *job_args)
-        rates = watch_until(stopped_at, 300, second)
+        rates = watch_until(stopped_at, SUBMIT_TO_RATES_S, second)
         restart_s = time.perf_counter() - started
         assert rates is not None, f"rates did not continue after the restart: {observed[-3:]}\n{second.log_tail()}"
         print(f"accurate rates again {restart_s:.0f} s after the restart: {rates}")
