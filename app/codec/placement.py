@@ -24,7 +24,7 @@ from app.core.placement.model import (
     build,
     throughput_of,
 )
-from app.core.placement.plan import Plan
+from app.core.placement.plan import BrokerUtilization, Plan
 
 BrokerId = Annotated[int, Meta(ge=0, le=2**31 - 1)]
 Bytes = Annotated[int, Meta(ge=0, le=MAX_BYTES)]
@@ -122,19 +122,6 @@ class ReplicaMove(Struct, gc=False):
     bytes: int
 
 
-class BrokerUtilization(Struct, gc=False):
-    id: int
-    rack: str | None
-    disk_before: float
-    disk_after: float
-    network_before: float
-    network_after: float
-    leader_throughput_before: float
-    leader_throughput_after: float
-    replicas_before: int
-    replicas_after: int
-
-
 class Peak(Struct):
     disk: float
     network: float
@@ -217,21 +204,7 @@ def answer_of(plan: Plan) -> PlacementResponse:
             for m in plan.moves
         ],
         bytes_moved=plan.bytes_moved,
-        brokers=[
-            BrokerUtilization(
-                b.id,
-                b.rack,
-                b.disk_before,
-                b.disk_after,
-                b.network_before,
-                b.network_after,
-                b.leader_throughput_before,
-                b.leader_throughput_after,
-                b.replicas_before,
-                b.replicas_after,
-            )
-            for b in plan.brokers
-        ],
+        brokers=plan.brokers,
         peak_before=Peak(*plan.peak_before),
         peak_after=Peak(*plan.peak_after),
         leaders_changed=plan.leaders_changed,

@@ -25,8 +25,10 @@ class Move:
     bytes: int
 
 
+# A broker's use before and after the plan, sent as it is in PlacementResponse.brokers (no docstring: it would
+# become the schema's description).
 @dataclass(frozen=True)
-class BrokerUse:
+class BrokerUtilization:
     id: int
     rack: str | None
     disk_before: float  # utilisation: load / capacity
@@ -46,7 +48,7 @@ class Plan:
     replicas: list[list[int]]  # broker ids per partition, preferred leader first
     moves: list[Move]
     bytes_moved: int
-    brokers: list[BrokerUse]
+    brokers: list[BrokerUtilization]
     peak_before: tuple[float, float]  # (disk, network)
     peak_after: tuple[float, float]
     leaders_changed: int
@@ -117,7 +119,7 @@ def _spread_leaders(problem: PlacementProblem, replicas: list[list[int]]) -> int
 
 def _brokers(
     problem: PlacementProblem, replicas: list[list[int]], before: Loads, after: Loads, sets: list[list[int]]
-) -> list[BrokerUse]:
+) -> list[BrokerUtilization]:
     index = problem.index
     leading_before = [0.0] * len(problem.brokers)
     leading_after = [0.0] * len(problem.brokers)
@@ -133,7 +135,7 @@ def _brokers(
         for b in held:
             count_after[b] += 1
     return [
-        BrokerUse(
+        BrokerUtilization(
             id=broker.id,
             rack=broker.rack,
             disk_before=before.disk[b] / broker.disk,
