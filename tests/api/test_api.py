@@ -44,7 +44,7 @@ async def client(settings):
     app = create_app(settings)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as c:
         yield c
-    await app.state.store.close()
+    await app.state.services.store.close()
 
 
 @pytest.fixture
@@ -331,7 +331,7 @@ async def test_a_redis_that_does_not_answer_gives_503_within_the_timeout():
             response = await client.request(method, path, json=body)
             assert response.status_code == 503 and error_code(response) == "store_unavailable"
             assert 0.3 <= time.perf_counter() - started < 1.0
-        await app.state.store.close()
+        await app.state.services.store.close()
 
 
 async def test_the_contracts_examples_are_real_answers(client, group):
