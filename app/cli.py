@@ -58,11 +58,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     import msgspec
 
-    from app.service.answer import Limits, answer_body
+    from app.codec.assign_input import Limits, answer
     from app.settings import get_settings
 
     body = sys.stdin.buffer.read() if args.input == "-" else _read(args.input)
-    text = answer_body(body, args.dense, Limits.of(get_settings()))
+    text = answer(body, Limits.of(get_settings()), args.dense)
     sys.stdout.buffer.write(msgspec.json.format(text, indent=args.indent) if args.indent else text)
     sys.stdout.buffer.write(b"\n")
     return 0

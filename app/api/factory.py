@@ -46,7 +46,7 @@ ROUTERS = (
     probes.router,
     pages.router,
 )
-WORKER_MODULES = ("app.service.answer", "app.service.evaluate", "app.service.operations")
+WORKER_MODULES = ("app.service.assign", "app.service.evaluate", "app.service.operations")
 """What a compute worker imports before it serves: the modules of its jobs."""
 
 

@@ -16,7 +16,7 @@ import msgspec
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 if TYPE_CHECKING:
-    from app.service.answer import Computed
+    from app.codec.assign_input import Computed
 
 log = logging.getLogger("groupfit")
 

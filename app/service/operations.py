@@ -11,6 +11,7 @@ from typing import Protocol
 import msgspec
 
 from app.codec.assign import AssignRequest
+from app.codec.assign_input import ReferenceComputation
 from app.codec.evaluate import LatencyFigures, Measurement
 from app.codec.operations import (
     GroupList,
@@ -24,7 +25,6 @@ from app.codec.operations import (
 from app.codec.wire import PartitionRate, convert
 from app.core.errors import AssignmentError, ErrorCode
 from app.core.model import within
-from app.service.answer import AssignJob, Limits
 from app.service.assign import AssignService
 from app.service.compute import ComputePool
 from app.settings import Settings
@@ -69,7 +69,6 @@ class OperationsService:
         self.store = store
         self.assigner = assigner
         self.pool = pool
-        self.limits = Limits.of(settings)
         self.max_cells = settings.max_evaluate_cells
         self.observer = observer
 
@@ -183,18 +182,18 @@ class OperationsService:
         partitions = convert(rates["partitions"], list[PartitionRate])
         algorithm, note = stored.algorithm, ""
 
-        def size(name: str) -> AssignJob:
+        def size(name: str) -> ReferenceComputation:
             request = AssignRequest(algorithm=name, dry_run=True)
-            return AssignJob(request, partitions, stored.assignment, stored.capacity, False, self.limits)
+            return ReferenceComputation(request, partitions, stored.assignment, stored.capacity)
 
         try:
-            outcome = await self.assigner.run(size(algorithm))
+            outcome = await self.assigner.compute(size(algorithm))
         except AssignmentError as exc:
             if exc.code not in (ErrorCode.INVALID_MEMBERS, ErrorCode.INVALID_PARAMETER):
                 raise
             note = f" ({algorithm} cannot size a group without its members, so {FALLBACK_ALGORITHM} did)"
             algorithm = FALLBACK_ALGORITHM
-            outcome = await self.assigner.run(size(algorithm))
+            outcome = await self.assigner.compute(size(algorithm))
         rate = {(p.topic, p.partition): p.rate for p in partitions}
         loads = {c: sum(rate.get(key, 0.0) for key in held) for c, held in stored.assignment.items() if held}
         overloaded = sorted(c for c, load in loads.items() if not within(load, stored.capacity))

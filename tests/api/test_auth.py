@@ -94,7 +94,7 @@ async def test_unexpected_errors_hide_the_trace(redis_server, monkeypatch):
     def broken(*_args, **_kwargs):
         raise RuntimeError("secret internals /etc/passwd")
 
-    monkeypatch.setattr("app.service.answer.solve", broken)  # the reference core's way
+    monkeypatch.setattr("app.codec.assign_input.solve", broken)  # the reference core's way
     monkeypatch.setattr("app.core.native.solve_bulk", broken)  # the compiled core's way
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app, raise_app_exceptions=False), base_url="http://t"

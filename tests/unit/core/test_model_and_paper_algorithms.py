@@ -6,16 +6,13 @@ from __future__ import annotations
 import json
 import math
 
-import msgspec
 import pytest
 
-from app.codec.assign import AssignRequest
-from app.codec.wire import decode
+from app.codec.assign_input import Limits, answer
 from app.core.algorithm import get_algorithm
 from app.core.assign import solve
 from app.core.errors import AssignmentError
 from app.core.model import build_problem, capacity_from_throughput, consumer_sort_key
-from app.service.answer import Limits, answer_request
 
 LIMITS = Limits(max_partitions=1_000_000, max_dense_cells=1_000_000)
 
@@ -118,7 +115,7 @@ def test_bad_requests_raise_stable_codes(request_change, code):
     request.update(request_change)
     with pytest.raises(AssignmentError) as error:
         body = json.dumps(request).replace("Infinity", "1e999")  # JSON has no infinity; 1e999 is out of range
-        answer_request(decode(msgspec.json.Decoder(AssignRequest), body.encode()), False, LIMITS)
+        answer(body.encode(), LIMITS)
     assert error.value.code == code
     assert error.value.message.endswith(".")
 
