@@ -1,4 +1,5 @@
-"""GET /v1/algorithms: the registry (app/core/algorithm.py), each algorithm with its parameters' schema."""
+"""GET /v1/algorithms: the registry (app/core/algorithm.py), each algorithm with its parameters' schema and its
+traits."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ from fastapi import APIRouter
 from starlette.responses import Response
 
 from app.api.auth import Authenticated
+from app.api.dependencies import AssignServiceDep
 from app.api.endpoints import answers, endpoint, json_response
-from app.codec.groups import AlgorithmInfo, AlgorithmList
-from app.core.algorithm import algorithms
+from app.codec.groups import algorithm_list
 
 router = APIRouter()
 
@@ -19,12 +20,8 @@ router = APIRouter()
     "/v1/algorithms",
     "list_algorithms",
     "algorithms",
-    "The registered algorithms and their parameter schemas",
+    "The registered algorithms, their parameter schemas and traits",
     answers("AlgorithmList"),
 )
-async def list_algorithms(_: Authenticated) -> Response:
-    return json_response(
-        AlgorithmList(
-            [AlgorithmInfo(a.name, a.description, a.source, a.params_schema()) for a in algorithms().values()]
-        )
-    )
+async def list_algorithms(_: Authenticated, assigner: AssignServiceDep) -> Response:
+    return json_response(algorithm_list(assigner.limits.native))

@@ -32,7 +32,7 @@ from app.codec.assign import (
 from app.codec.groups import HISTORY_MOVES
 from app.codec.wire import PartitionRate, check_unique_keys, convert, decode, encode, wired
 from app.core import native
-from app.core.algorithm import Algorithm, get_algorithm
+from app.core.algorithm import Algorithm, algorithms, get_algorithm
 from app.core.assign import Outcome, solve
 from app.core.errors import AssignmentError, ErrorCode
 from app.core.model import MAX_CONSUMERS, PartitionKey, within
@@ -46,30 +46,6 @@ StoredAssignment = dict[str, list[PartitionKey]]
 """A group's stored assignment: consumer → its partitions."""
 StoredRates = Mapping[str, Any]
 """A group's stored rates, as PUT /v1/groups/{group}/rates stored them (`partitions`, `window_end`, ...)."""
-
-CHEAP_ALGORITHMS = frozenset(
-    {
-        "nf",
-        "ff",
-        "bf",
-        "wf",
-        "nfd",
-        "ffd",
-        "bfd",
-        "wfd",
-        "mwf",
-        "mbf",
-        "mwfp",
-        "mbfp",
-        "range",
-        "roundrobin",
-        "sticky",
-        "linear",
-    }
-)
-"""Algorithms whose work grows as n log n with the request's size, with no search budget: up to
-GROUPFIT_COMPUTE_INLINE_PARTITIONS they take about a millisecond and are computed on the event loop (a
-worker round trip would cost more). Every other algorithm, and every larger request, goes to the pool."""
 
 
 class Limits(msgspec.Struct, frozen=True, kw_only=True):
@@ -179,7 +155,8 @@ def decode_assign(
             except (msgspec.ValidationError, msgspec.DecodeError):
                 pass  # the whole body's decoding says what is wrong, as it would have said it
             else:
-                if request.algorithm in native.ALGORITHMS:
+                algorithm = algorithms().get(request.algorithm)
+                if algorithm is not None and algorithm.compiled:
                     return CompiledInput(request, bulk, body)
     return ReferenceInput.of(decode(_REQUEST, body, unique_keys), dense, keyed, b"" if unique_keys else body)
 
@@ -321,7 +298,7 @@ class ReferenceComputation(msgspec.Struct, array_like=True):
 
     def inline(self, limits: Limits) -> bool:
         size = len(self.partitions) + len(self.request.members or ()) + sum(map(len, self.previous.values()))
-        return self.request.algorithm in CHEAP_ALGORITHMS and size <= limits.inline_partitions
+        return get_algorithm(self.request.algorithm).cheap and size <= limits.inline_partitions
 
     def offload(self) -> ReferenceComputation:
         return self

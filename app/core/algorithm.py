@@ -1,8 +1,10 @@
 """The one algorithm interface and the one registry.
 
 An algorithm is a name, a one-line description, a pydantic model of its parameters (which gives
-the JSON schema and the validation) and a pure function from the problem to a placement. Adding
-an algorithm is adding one module to `app/core/algorithms/` that calls `register`.
+the JSON schema and the validation), a pure function from the problem to a placement, and its traits:
+its place among the paper's twelve, whether it is cheap enough for the event loop, whether the compiled
+core runs it. Everything that lists or sorts algorithms derives from here. Adding an algorithm is adding
+one module to `app/core/algorithms/` that calls `register`.
 """
 
 from __future__ import annotations
@@ -15,11 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from app.core import native
 from app.core.errors import AssignmentError
 from app.core.model import Problem
-
-PAPER_ALGORITHMS = ["nf", "ff", "bf", "wf", "nfd", "ffd", "bfd", "wfd", "mwf", "mbf", "mwfp", "mbfp"]
-"""The twelve algorithms of Landau et al. §VI-A, in the paper's order."""
 
 
 class NoParams(BaseModel):
@@ -43,6 +43,18 @@ class Algorithm:
     place: Callable[[Problem, Any], Placement]
     params: type[BaseModel] = NoParams
     source: str = ""
+    paper: int | None = None
+    """Its place among the twelve algorithms of Landau et al. §VI-A, in the paper's order (1 = nf … 12 = mbfp);
+    None: not one of them."""
+    cheap: bool = False
+    """Its work grows as n log n with the request's size, with no search budget: a request of up to
+    GROUPFIT_COMPUTE_INLINE_PARTITIONS is computed on the event loop (about a millisecond; a compute worker's
+    round trip would cost more)."""
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the compiled core runs it: the extension's own table (`groupfit_native.ALGORITHMS`)."""
+        return self.name in native.ALGORITHMS
 
     def parse_params(self, raw: Mapping[str, Any] | None) -> BaseModel:
         try:
@@ -85,6 +97,11 @@ def algorithms() -> dict[str, Algorithm]:
         _load_all()
         _loaded = True
     return _REGISTRY
+
+
+def paper_algorithms() -> list[str]:
+    """The twelve algorithms of Landau et al. §VI-A, in the paper's order."""
+    return [a.name for a in sorted((a for a in algorithms().values() if a.paper), key=lambda a: a.paper or 0)]
 
 
 def get_algorithm(name: str) -> Algorithm:

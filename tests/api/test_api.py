@@ -14,6 +14,7 @@ import pytest
 
 from app import codec
 from app.api import examples
+from app.core import native
 from app.main import create_app, openapi_json
 from app.settings import Settings
 
@@ -264,6 +265,28 @@ async def test_algorithms_lists_the_registry_with_schemas(client):
     names = {a.name for a in listing.algorithms}
     assert {"nf", "ff", "bf", "wf", "nfd", "ffd", "bfd", "wfd", "mwf", "mbf", "mwfp", "mbfp"} <= names
     assert all(a.params.get("type") == "object" for a in listing.algorithms)
+
+
+PAPER_ORDER = ["nf", "ff", "bf", "wf", "nfd", "ffd", "bfd", "wfd", "mwf", "mbf", "mwfp", "mbfp"]
+"""Landau et al. §VI-A's twelve, as the paper lists them."""
+
+
+@pytest.mark.parametrize("core", ["auto", "python"])
+async def test_algorithms_show_their_traits(redis_backend, core):
+    """Each algorithm's place among the paper's twelve, whether it is cheap enough for the event loop, and
+    whether this service computes it with the compiled core: the extension's own table, and GROUPFIT_CORE."""
+    app = create_app(Settings(redis_url=redis_backend.url, core=core))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as c:
+        listing = msgspec.json.decode((await c.get("/v1/algorithms")).content, type=codec.AlgorithmList).algorithms
+    await app.state.services.store.close()
+    paper = sorted((a for a in listing if a.paper is not None), key=lambda a: a.paper or 0)
+    assert [a.name for a in paper] == PAPER_ORDER and [a.paper for a in paper] == list(range(1, 13))
+    cheap = {a.name for a in listing if a.cheap}
+    assert set(PAPER_ORDER) | {"range", "roundrobin", "sticky", "linear"} == cheap
+    assert {"exact", "repack", "kip441", "least-loaded"}.isdisjoint(cheap)
+    compiled = {a.name for a in listing if a.compiled}
+    assert compiled == (set(native.ALGORITHMS) if core == "auto" else set())
+    assert core == "python" or not native.AVAILABLE or {*PAPER_ORDER, "least-loaded"} <= compiled
 
 
 async def test_evaluate(client, reference_stream_path):

@@ -23,7 +23,7 @@ def any_fit(problem: Problem, fit: str, decreasing: bool) -> Placement:
     return Placement(bins.assignment())
 
 
-def _register(fit: str, decreasing: bool) -> None:
+def _register(fit: str, decreasing: bool, paper: int) -> None:
     name = fit[0] + "f" + ("d" if decreasing else "")
     title = _RULE_NAMES[fit] + (" Decreasing" if decreasing else "")
     order = "largest rate first" if decreasing else "in request order"
@@ -34,10 +34,13 @@ def _register(fit: str, decreasing: bool) -> None:
             place=lambda problem, _params: any_fit(problem, fit, decreasing),
             params=NoParams,
             source="Landau et al. 2024, §II-B, §VI-A, Eq. 12-14",
+            paper=paper,
+            cheap=True,
         )
     )
 
 
-for _fit in ("next", "first", "best", "worst"):
+for _rank, _fit in enumerate(_RULE_NAMES):
     for _decreasing in (False, True):
-        _register(_fit, _decreasing)
+        # the paper's first eight (§VI-A): NF, FF, BF, WF, then the same decreasing
+        _register(_fit, _decreasing, paper=1 + _rank + 4 * _decreasing)

@@ -33,5 +33,6 @@ register(
         place=range_assign,
         params=FixedGroup,
         source="Apache Kafka RangeAssignor",
+        cheap=True,
     )
 )

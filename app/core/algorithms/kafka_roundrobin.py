@@ -24,5 +24,6 @@ register(
         place=round_robin,
         params=FixedGroup,
         source="Apache Kafka RoundRobinAssignor; kd_N in Landau et al. §VI-C",
+        cheap=True,
     )
 )

@@ -40,5 +40,6 @@ register(
         place=sticky,
         params=FixedGroup,
         source="Apache Kafka StickyAssignor (KIP-54)",
+        cheap=True,
     )
 )

@@ -42,5 +42,6 @@ register(
         place=linear,
         params=LinearParams,
         source="KEDA Kafka scaler / cloud autoscalers: Landau et al. §II-C; the linear autoscaler of Ezzeddine et al. §1, §3",
+        cheap=True,
     )
 )

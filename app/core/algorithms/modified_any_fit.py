@@ -96,7 +96,7 @@ _TABLE_II = {
     "mbfp": ("best", "max", "Modified Best Fit Partition: consumers by their largest partition"),
 }
 
-for _name, (_fit, _sort, _title) in _TABLE_II.items():
+for _paper, (_name, (_fit, _sort, _title)) in enumerate(_TABLE_II.items(), start=9):  # the paper's last four
     register(
         Algorithm(
             name=_name,
@@ -104,5 +104,7 @@ for _name, (_fit, _sort, _title) in _TABLE_II.items():
             place=partial(_place, fit=_fit, sort=_sort),
             params=MigrationBudget,
             source="Landau et al. 2024, §IV-B, Algorithm 1, Table II",
+            paper=_paper,
+            cheap=True,
         )
     )
