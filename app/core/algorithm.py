@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from app.core import native
+from app.core import extension
 from app.core.errors import AssignmentError
 from app.core.model import Problem
 
@@ -54,7 +54,7 @@ class Algorithm:
     @property
     def compiled(self) -> bool:
         """Whether the compiled core runs it: the extension's own table (`groupfit_native.ALGORITHMS`)."""
-        return self.name in native.ALGORITHMS
+        return self.name in extension.ALGORITHMS
 
     def parse_params(self, raw: Mapping[str, Any] | None) -> BaseModel:
         try:
@@ -91,17 +91,21 @@ def _load_all() -> None:
 
 
 def algorithms() -> dict[str, Algorithm]:
-    """The registry, every module of `app/core/algorithms/` loaded."""
+    """The registry, every module of `app/core/algorithms/` loaded: the paper's twelve in the paper's order,
+    then the others by name (whatever order their modules were imported in)."""
     global _loaded
     if not _loaded:
         _load_all()
+        ordered = sorted(_REGISTRY.values(), key=lambda a: (a.paper is None, a.paper or 0, a.name))
+        _REGISTRY.clear()
+        _REGISTRY.update((a.name, a) for a in ordered)
         _loaded = True
     return _REGISTRY
 
 
 def paper_algorithms() -> list[str]:
     """The twelve algorithms of Landau et al. §VI-A, in the paper's order."""
-    return [a.name for a in sorted((a for a in algorithms().values() if a.paper), key=lambda a: a.paper or 0)]
+    return [a.name for a in algorithms().values() if a.paper is not None]
 
 
 def get_algorithm(name: str) -> Algorithm:

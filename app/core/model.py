@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, cast
 
-from app.core import native
+from app.core import extension
 from app.core.errors import AssignmentError
 
 PartitionKey = tuple[str, int]
@@ -214,7 +214,7 @@ def build_problem(
     rates = list(rates)
     lags = [None] * len(keys) if lags is None else list(lags)
     previous = dict(previous or {})
-    if native.valid(keys, rates, lags, previous):  # the compiled check found nothing wrong (lists of keys among it)
+    if extension.valid(keys, rates, lags, previous):  # the compiled check found nothing wrong (lists of keys among it)
         check_sums(rates, lags)
         previous_doc = cast(dict[str, list[PartitionKey]], previous)
     else:
