@@ -9,7 +9,7 @@ import importlib
 import os
 import sys
 
-from app.core.errors import AssignmentError, ErrorCode
+from app.core.errors import AssignmentError, ErrorCode, GroupfitError
 
 # name → (module with `add_arguments(parser)` and `run(args) -> int`, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -24,7 +24,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rates-job": ("app.pipeline.commands", "the Spark job that measures partition rates and lags for the service"),
     "placement": (
         "app.cluster.commands",
-        "place partition replicas on brokers (seed 003), from a file or a live cluster",
+        'place partition replicas on brokers by disk and network capacity ("Constraint Based Kafka Partition '
+        'Balancing"), from a file or a live cluster',
     ),
 }
 
@@ -108,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(argv).parse_args(argv)
     try:
         return importlib.import_module(args.module).run(args)
-    except AssignmentError as exc:
+    except GroupfitError as exc:
         from app.codec.wire import error_body
 
         sys.stderr.buffer.write(error_body(exc) + b"\n")

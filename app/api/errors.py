@@ -13,7 +13,7 @@ from starlette.responses import Response
 from app.api.dependencies import services_of
 from app.api.observability import log
 from app.codec.wire import error_body
-from app.core.errors import AssignmentError, ErrorCode
+from app.core.errors import ErrorCode, GroupfitError
 from app.store.groups import StoreUnavailable
 
 STATUS: dict[ErrorCode, int] = {
@@ -62,7 +62,7 @@ RETRY_AFTER_S = {ErrorCode.STORE_UNAVAILABLE: 1, ErrorCode.COMPUTE_BUSY: 1}
 """Codes a client should retry, and after how many seconds (the Retry-After header)."""
 
 
-def error_response(exc: AssignmentError, headers: dict[str, str] | None = None) -> Response:
+def error_response(exc: GroupfitError, headers: dict[str, str] | None = None) -> Response:
     if exc.code is ErrorCode.UNAUTHORIZED:
         headers = {**(headers or {}), "WWW-Authenticate": "Bearer"}
     if exc.code in RETRY_AFTER_S:
@@ -71,19 +71,19 @@ def error_response(exc: AssignmentError, headers: dict[str, str] | None = None) 
 
 
 def error(code: ErrorCode, message: str, details: Any = None, headers: dict[str, str] | None = None) -> Response:
-    return error_response(AssignmentError(code, message, details), headers)
+    return error_response(GroupfitError(code, message, details), headers)
 
 
 def add_error_handlers(app: FastAPI) -> None:
     """Every failure answered as one error body with its code's status."""
-    app.exception_handler(AssignmentError)(refused)
+    app.exception_handler(GroupfitError)(refused)
     app.exception_handler(StoreUnavailable)(store_down)
     app.exception_handler(RequestValidationError)(bad_parameters)
     app.exception_handler(HTTPException)(no_route)
     app.exception_handler(Exception)(unexpected)
 
 
-async def refused(_: Request, exc: AssignmentError) -> Response:
+async def refused(_: Request, exc: GroupfitError) -> Response:
     return error_response(exc)
 
 

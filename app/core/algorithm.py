@@ -1,7 +1,7 @@
 """The one algorithm interface and the one registry.
 
 An algorithm is a name, a one-line description, a pydantic model of its parameters (which gives
-the JSON schema and the validation), a pure function from the problem to a placement, and its traits:
+the JSON schema and the validation), a pure function from the problem to a packing (consumer → partitions), and its traits:
 its place among the paper's twelve, whether it is cheap enough for the event loop, whether the compiled
 core runs it. Everything that lists or sorts algorithms derives from here. Adding an algorithm is adding
 one module to `app/core/algorithms/` that calls `register`.
@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from app.core import extension
-from app.core.errors import AssignmentError
+from app.core.errors import AssignmentError, ErrorCode
 from app.core.model import Problem
 
 
@@ -29,7 +29,7 @@ class NoParams(BaseModel):
 
 
 @dataclass
-class Placement:
+class Packing:
     """What an algorithm returns: consumer id → partition indices, and its own outputs."""
 
     assignment: dict[str, list[int]]
@@ -40,7 +40,7 @@ class Placement:
 class Algorithm:
     name: str
     description: str
-    place: Callable[[Problem, Any], Placement]
+    pack: Callable[[Problem, Any], Packing]
     params: type[BaseModel] = NoParams
     source: str = ""
     paper: int | None = None
@@ -63,7 +63,7 @@ class Algorithm:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or "params"
             raise AssignmentError(
-                "invalid_parameter",
+                ErrorCode.INVALID_PARAMETER,
                 f"parameter {where!r} of algorithm {self.name!r}: {first['msg']}.",
                 {"errors": [{"loc": list(e["loc"]), "msg": e["msg"]} for e in exc.errors()]},
             ) from None
@@ -115,7 +115,7 @@ def get_algorithm(name: str) -> Algorithm:
     except KeyError:
         known = sorted(registry)
         raise AssignmentError(
-            "unknown_algorithm",
+            ErrorCode.UNKNOWN_ALGORITHM,
             f"unknown algorithm {name!r}; choose one of: {', '.join(known)}.",
             {"algorithms": known},
         ) from None

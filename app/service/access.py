@@ -6,7 +6,7 @@ from __future__ import annotations
 import hmac
 from dataclasses import dataclass
 
-from app.core.errors import AssignmentError, ErrorCode
+from app.core.errors import AccessDenied, ErrorCode
 from app.settings import TokenGrant
 
 
@@ -19,9 +19,9 @@ class Grant:
 
     def check(self, group: str | None, write: bool) -> None:
         if write and not self.write:
-            raise AssignmentError(ErrorCode.FORBIDDEN, "this token may read but not change stored state.")
+            raise AccessDenied(ErrorCode.FORBIDDEN, "this token may read but not change stored state.")
         if group is not None and self.groups is not None and group not in self.groups:
-            raise AssignmentError(ErrorCode.FORBIDDEN, "this token is not allowed for this group.")
+            raise AccessDenied(ErrorCode.FORBIDDEN, "this token is not allowed for this group.")
 
 
 OPEN = Grant(write=True, groups=None)
@@ -48,4 +48,4 @@ class Authorizer:
             matches = [grant for secret, grant in self.grants if hmac.compare_digest(secret, presented)]
             if matches:
                 return matches[0]
-        raise AssignmentError(ErrorCode.UNAUTHORIZED, "send a valid token as 'Authorization: Bearer <token>'.")
+        raise AccessDenied(ErrorCode.UNAUTHORIZED, "send a valid token as 'Authorization: Bearer <token>'.")

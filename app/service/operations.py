@@ -23,7 +23,7 @@ from app.codec.operations import (
     ScaleSignal,
 )
 from app.codec.wire import PartitionRate, convert
-from app.core.errors import AssignmentError, ErrorCode
+from app.core.errors import AssignmentError, ErrorCode, GroupfitError
 from app.core.model import within
 from app.service.assign import AssignService
 from app.service.compute import ComputePool
@@ -165,7 +165,7 @@ class OperationsService:
         except StoreUnavailable as exc:
             if self.observer is not None:
                 self.observer.store_failed(str(exc))
-        except AssignmentError as exc:
+        except GroupfitError as exc:  # bad rates, or every compute worker busy: the next rates try again
             log.debug("no scaling signal", extra={"fields": {"group": group, "error_code": exc.code.value}})
 
     async def scale(self, group: str) -> ScaleSignal:

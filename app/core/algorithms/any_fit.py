@@ -8,19 +8,19 @@ first consumer is open before any partition comes, so it is f(k), as in the publ
 
 from __future__ import annotations
 
-from app.core.algorithm import Algorithm, NoParams, Placement, register
+from app.core.algorithm import Algorithm, NoParams, Packing, register
 from app.core.bins import FIT_RULES
 from app.core.model import Problem
 
 _RULE_NAMES = {"next": "Next Fit", "first": "First Fit", "best": "Best Fit", "worst": "Worst Fit"}
 
 
-def any_fit(problem: Problem, fit: str, decreasing: bool) -> Placement:
+def any_fit(problem: Problem, fit: str, decreasing: bool) -> Packing:
     bins = FIT_RULES[fit](problem)
     order = problem.decreasing() if decreasing else range(problem.size)
     for j in order:
         bins.place(j)
-    return Placement(bins.assignment())
+    return Packing(bins.assignment())
 
 
 def _register(fit: str, decreasing: bool, paper: int) -> None:
@@ -31,7 +31,7 @@ def _register(fit: str, decreasing: bool, paper: int) -> None:
         Algorithm(
             name=name,
             description=f"{title}: partitions {order}, new consumers by h(j,k) (Landau et al. §VI-A).",
-            place=lambda problem, _params: any_fit(problem, fit, decreasing),
+            pack=lambda problem, _params: any_fit(problem, fit, decreasing),
             params=NoParams,
             source="Landau et al. 2024, §II-B, §VI-A, Eq. 12-14",
             paper=paper,

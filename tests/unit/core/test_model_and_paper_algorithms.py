@@ -35,9 +35,9 @@ def test_section_iv_a_example_three_migrations_of_100_give_rscore_3():
     # Three partitions of 100 B/s, C = 100, each held by one consumer and moved to another.
     keys = [("t", p) for p in range(3)]
     problem = build_problem(keys, [100, 100, 100], None, 100, {"a": [("t", 0)], "b": [("t", 1)], "c": [("t", 2)]})
-    from app.core.algorithm import Algorithm, Placement
+    from app.core.algorithm import Algorithm, Packing
 
-    rotate = Algorithm("rotate", "test", lambda _p, _q: Placement({"b": [0], "c": [1], "a": [2]}))
+    rotate = Algorithm("rotate", "test", lambda _p, _q: Packing({"b": [0], "c": [1], "a": [2]}))
     outcome = solve(problem, rotate, None)
     assert outcome.rscore == 3
     assert sorted(outcome.moved) == [0, 1, 2]
