@@ -27,6 +27,7 @@ from app.core.errors import AssignmentError, ErrorCode, GroupfitError
 from app.core.model import within
 from app.service.assign import AssignService
 from app.service.compute import ComputePool
+from app.service.groups import stored_group
 from app.settings import Settings
 from app.sim.history import cadence
 from app.sim.latency import THROUGHPUT_PER_CAPACITY
@@ -45,10 +46,6 @@ class ScaleObserver(Protocol):
     def rates_updated(self, group: str) -> None: ...
 
     def store_failed(self, reason: str) -> None: ...
-
-
-def _not_found(message: str) -> AssignmentError:
-    return AssignmentError(ErrorCode.GROUP_NOT_FOUND, message)
 
 
 def _age_s(stamp: str | None, now: datetime) -> float | None:
@@ -110,7 +107,10 @@ class OperationsService:
             )
         windows = await self.store.rates_history(group, limit)
         if not windows:
-            raise _not_found(f"group {group!r} has no stored rates windows; PUT /v1/groups/{group}/rates first.")
+            raise AssignmentError(
+                ErrorCode.GROUP_NOT_FOUND,
+                f"group {group!r} has no stored rates windows; PUT /v1/groups/{group}/rates first.",
+            )
         return windows
 
     async def rates_history(self, group: str, limit: int) -> RatesHistory:
@@ -139,7 +139,9 @@ class OperationsService:
         check_names(algorithms)
         stored = await self.store.get(group)
         if stored is None:
-            raise _not_found(f"group {group!r} has no stored assignment, so no capacity to replay with.")
+            raise AssignmentError(
+                ErrorCode.GROUP_NOT_FOUND, f"group {group!r} has no stored assignment, so no capacity to replay with."
+            )
         windows = await self._windows(group, limit, len(algorithms))
         stream = [_measurement(w["partitions"]) for w in windows]
         iteration_s = cadence([w["window_end"] for w in windows])
@@ -171,9 +173,7 @@ class OperationsService:
     async def scale(self, group: str) -> ScaleSignal:
         """The consumers the group's algorithm (with its capacity, from its stored assignment) needs for the
         stored rates, against the consumers it has."""
-        stored = await self.store.get(group)
-        if stored is None:
-            raise _not_found(f"group {group!r} has no stored assignment; POST /v1/assign with 'group' first.")
+        stored = await stored_group(self.store, group)
         rates = await self.store.get_rates(group)
         if rates is None:
             raise AssignmentError(
