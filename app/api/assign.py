@@ -23,13 +23,6 @@ READ_INLINE_BYTES = 1024 * 1024
 """Bodies up to this size are read on the event loop (~2 ms at most by the compiled reader); larger ones on a
 thread."""
 
-UNIQUE_KEYS_INLINE_BYTES = 64 * 1024
-"""Bodies up to this size are checked for duplicate keys on the event loop; larger ones where they are computed."""
-
-READ_INLINE_BYTES = 1024 * 1024
-"""Bodies up to this size are read on the event loop (~2 ms at most by the compiled reader); larger ones on a
-thread."""
-
 
 @endpoint(
     router,
