@@ -23,7 +23,7 @@ async def api(monkeypatch):
     app = create_app(Settings(redis_url="redis://127.0.0.1:1/0"))  # placements store nothing: no Redis needed
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
         yield client
-    await app.state.store.close()
+    await app.state.services.store.close()
 
 
 WRITER = {"Authorization": "Bearer writer"}
