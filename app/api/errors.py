@@ -26,6 +26,7 @@ STATUS: dict[ErrorCode, int] = {
             ErrorCode.DUPLICATE_PARTITION,
             ErrorCode.INVALID_PREVIOUS,
             ErrorCode.INVALID_MEMBERS,
+            ErrorCode.INVALID_RACKS,
             ErrorCode.INVALID_PARAMETER,
             ErrorCode.UNKNOWN_ALGORITHM,
             ErrorCode.NO_RATES,

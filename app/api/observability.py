@@ -46,6 +46,11 @@ class GroupSeries:
             self.forget(next(iter(self.recent)))
         gauge.labels(group).set(value)
 
+    def clear(self, gauge: Gauge, group: str) -> None:
+        """The group's series of this gauge goes (its value no longer holds)."""
+        with contextlib.suppress(KeyError):
+            gauge.remove(group)
+
     def forget(self, group: str) -> None:
         self.recent.pop(group, None)
         for gauge in self.gauges:
@@ -112,6 +117,10 @@ class Metrics:
             "groupfit_group_moved_rate",
             "rate (the rates' unit, e.g. bytes/s) moved by the group's last stored rebalance",
         )
+        self.cross_zone_rate = gauge(
+            "groupfit_group_cross_zone_rate",
+            "rate read across zones in the group's last stored assignment (zone-aware requests only)",
+        )
         self.overloaded = gauge(
             "groupfit_group_overloaded_consumers",
             "consumers above their capacity: in the last stored assignment, then under each newer stored rates",
@@ -135,6 +144,10 @@ class Metrics:
         self.groups.set(self.moves, group, computed.moves_count)
         self.groups.set(self.moved_rate, group, computed.moved_rate)
         self.groups.set(self.overloaded, group, computed.overloaded_consumers)
+        if computed.cross_zone_rate is None:
+            self.groups.clear(self.cross_zone_rate, group)
+        else:
+            self.groups.set(self.cross_zone_rate, group, computed.cross_zone_rate)
 
     def rates_updated(self, group: str) -> None:
         self.groups.set(self.rates_stored, group, time.time())

@@ -13,6 +13,7 @@ from app.codec.wire import (
     GroupName,
     PartitionRate,
     PartitionRef,
+    Rack,
     keys_of,
     partition_ref,
     partition_refs,
@@ -31,10 +32,14 @@ from app.core.model import (
 
 
 class SizedMember(Struct, forbid_unknown_fields=True):
-    """A member with its own capacity (a consumer of another size); a bare id has the request's capacity."""
+    """A member given as an object: its own capacity (a consumer of another size) and its rack, each optional; a
+    bare id has the request's capacity and no rack."""
 
     id: ConsumerId
-    capacity: Annotated[float, Meta(description="most rate this member may be given, in the rates' unit")]
+    capacity: (
+        Annotated[float, Meta(description="most rate this member may be given, in the rates' unit")] | UnsetType
+    ) = UNSET
+    rack: Annotated[Rack, Meta(description="the rack (zone) it runs in: its client.rack")] | UnsetType = UNSET
 
 
 class AssignRequest(Struct, forbid_unknown_fields=True, kw_only=True):
@@ -51,8 +56,17 @@ class AssignRequest(Struct, forbid_unknown_fields=True, kw_only=True):
     previous: dict[ConsumerId, list[PartitionRef]] | None = None
     members: Annotated[
         list[ConsumerId | SizedMember] | None,
-        Meta(description="the group's consumers: ids, or {id, capacity} for a member of its own capacity"),
+        Meta(
+            description="the group's consumers: ids, or {id, capacity, rack} for a member of its own capacity or rack"
+        ),
     ] = None
+    previous_racks: Annotated[
+        dict[ConsumerId, Rack] | UnsetType,
+        Meta(
+            description="without members: the rack each consumer of the previous assignment runs in (default: the "
+            "racks stored with the group's version)"
+        ),
+    ] = UNSET
     params: dict[str, Any] = msgspec.field(default_factory=dict)
     group: GroupName | None = None
     expected_version: Annotated[int, Meta(ge=0)] | None = None
@@ -64,6 +78,13 @@ class ConsumerLoad(Struct, gc=False):
     load: float
     utilization: float
     partition_count: int
+    rack: Annotated[
+        str | UnsetType | None,
+        Meta(description="zone-aware answers: the rack it runs in, or should be started in (null: not known)"),
+    ] = UNSET
+    cross_zone_rate: Annotated[
+        float | UnsetType, Meta(description="zone-aware answers: the rate it reads across zones")
+    ] = UNSET
 
 
 class Move(Struct, gc=False):
@@ -113,6 +134,10 @@ class AssignResponse(Struct):
     overloaded_members: list[str]
     recommended_consumers: int | None
     outputs: dict[str, Any]
+    cross_zone_rate: Annotated[
+        float | UnsetType,
+        Meta(description="zone-aware answers (partitions with racks): the rate read across zones, all consumers"),
+    ] = UNSET
     group: str | None = None
     version: int | None = None
 
@@ -137,16 +162,34 @@ def problem_of(
     previous: Mapping[str, Sequence[PartitionKey]],
     capacity: float,
     max_consumers: int = MAX_CONSUMERS,
+    previous_racks: Mapping[str, str] | None = None,
 ) -> Problem:
+    """The request's problem. `previous_racks`: without members, the racks of the previous consumers (the request's,
+    else those stored with the group; only the previous assignment's consumers are kept of the stored ones)."""
+    members = request.members
+    if members is not None:
+        if request.previous_racks:
+            raise AssignmentError(
+                ErrorCode.INVALID_RACKS,
+                "previous_racks is for a group sized by groupfit; with members, give each member's rack: "
+                '{"id": ..., "rack": ...}.',
+            )
+        consumer_racks = {m.id: m.rack for m in members if isinstance(m, SizedMember) and m.rack}
+    elif request.previous_racks:
+        consumer_racks = dict(request.previous_racks)
+    else:
+        consumer_racks = {c: rack for c, rack in (previous_racks or {}).items() if c in previous}
     return build_problem(
         keys_of(partitions),
         [p.rate for p in partitions],
         [p.lag for p in partitions],
         capacity,
         previous,
-        None if request.members is None else [_member_id(m) for m in request.members],
-        {m.id: m.capacity for m in request.members or () if isinstance(m, SizedMember)},
+        None if members is None else [_member_id(m) for m in members],
+        {m.id: m.capacity for m in members or () if isinstance(m, SizedMember) and m.capacity is not UNSET},
         max_consumers=max_consumers,
+        racks=[p.racks or None for p in partitions] if any(p.racks for p in partitions) else None,
+        consumer_racks=consumer_racks,
     )
 
 
@@ -165,11 +208,16 @@ def answer_of(outcome: Outcome, dense: bool = False) -> AssignResponse:
     keys, rates, capacity = problem.keys, problem.rates, problem.capacity
     d = outcome.delta(full=dense)
     owner, loads, assignment = outcome.owner, outcome.loads, outcome.assignment
+    consumers = [ConsumerLoad(c, loads[c], outcome.utilization(c), len(assignment[c])) for c in outcome.consumers]
+    zones = outcome.zones
+    if zones is not None:
+        for consumer in consumers:
+            consumer.rack, consumer.cross_zone_rate = zones.racks[consumer.id], zones.cross_zone[consumer.id]
     return AssignResponse(
         algorithm=outcome.algorithm,
         capacity=capacity,
         assignment=assignment_of(partition_refs(keys), assignment, outcome.consumers),
-        consumers=[ConsumerLoad(c, loads[c], outcome.utilization(c), len(assignment[c])) for c in outcome.consumers],
+        consumers=consumers,
         moves=[
             Move(keys[j][0], keys[j][1], was, owner[j], rates[j]) for j, was in zip(outcome.moved, outcome.moved_from)
         ],
@@ -188,6 +236,7 @@ def answer_of(outcome: Outcome, dense: bool = False) -> AssignResponse:
         overloaded_members=outcome.overloaded_members(),
         recommended_consumers=outcome.recommended_consumers,
         outputs=wired(outcome.outputs),
+        cross_zone_rate=UNSET if zones is None else zones.cross_zone_rate,
     )
 
 

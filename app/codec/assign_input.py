@@ -46,6 +46,8 @@ StoredAssignment = dict[str, list[PartitionKey]]
 """A group's stored assignment: consumer → its partitions."""
 StoredRates = Mapping[str, Any]
 """A group's stored rates, as PUT /v1/groups/{group}/rates stored them (`partitions`, `window_end`, ...)."""
+StoredRacks = dict[str, str]
+"""The racks stored with a group's version: consumer → the rack it runs in."""
 
 
 class Limits(msgspec.Struct, frozen=True, kw_only=True):
@@ -92,6 +94,10 @@ class Computed(msgspec.Struct, array_like=True):
     """the moves of the largest rate (at most HISTORY_MOVES), for the history"""
     overloaded_consumers: int
     seconds: float
+    racks: bytes = b""
+    """zone-aware: the JSON of consumer → rack, stored with the version (b"": none, the stored ones stay)"""
+    cross_zone_rate: float | None = None
+    """zone-aware: the rate read across zones"""
 
 
 class Computation(Protocol):
@@ -128,11 +134,15 @@ class AssignInput(Protocol):
         ...
 
     def completed(
-        self, previous: StoredAssignment | None, capacity: float | None, rates: StoredRates | None
+        self,
+        previous: StoredAssignment | None,
+        capacity: float | None,
+        rates: StoredRates | None,
+        racks: StoredRacks | None = None,
     ) -> Computation:
         """With what its group has stored (None: nothing, or no group): the previous assignment where the
-        request gives none, the capacity where it gives none, and the rates document (PUT .../rates) where it
-        names no partitions."""
+        request gives none, the capacity where it gives none, the rates document (PUT .../rates) where it
+        names no partitions, and the racks of the previous consumers where it gives none."""
         ...
 
 
@@ -156,7 +166,8 @@ def decode_assign(
                 pass  # the whole body's decoding says what is wrong, as it would have said it
             else:
                 algorithm = algorithms().get(request.algorithm)
-                if algorithm is not None and algorithm.compiled:
+                # (a partition or member with racks is read the reference's way; so are previous_racks)
+                if algorithm is not None and algorithm.compiled and not request.previous_racks:
                     return CompiledInput(request, bulk, body)
     return ReferenceInput.of(decode(_REQUEST, body, unique_keys), dense, keyed, b"" if unique_keys else body)
 
@@ -182,12 +193,17 @@ class CompiledInput:
     needs_rates = False  # the compiled reader takes only a request that lists its partitions
 
     def completed(
-        self, previous: StoredAssignment | None, capacity: float | None, rates: StoredRates | None
+        self,
+        previous: StoredAssignment | None,
+        capacity: float | None,
+        rates: StoredRates | None,
+        racks: StoredRacks | None = None,
     ) -> Computation:
+        # No partition of it has racks (the compiled reader takes none that has): the stored racks change nothing.
         if previous is not None and not self.bulk.has_previous and not self.bulk.set_previous(previous):
             # no key is twice in the body: the compiled reader checked it
             reference = ReferenceInput.of(decode(_REQUEST, self.body, unique_keys=False), False, False)
-            return reference.completed(previous, capacity, rates)
+            return reference.completed(previous, capacity, rates, racks)
         return CompiledComputation(self.request, self.bulk, capacity_of(self.request, capacity))
 
 
@@ -253,7 +269,11 @@ class ReferenceInput(msgspec.Struct, frozen=True):
         return self.request.partitions is None
 
     def completed(
-        self, previous: StoredAssignment | None, capacity: float | None, rates: StoredRates | None
+        self,
+        previous: StoredAssignment | None,
+        capacity: float | None,
+        rates: StoredRates | None,
+        racks: StoredRacks | None = None,
     ) -> Computation:
         request = self.request
         capacity = capacity_of(request, capacity)
@@ -268,6 +288,7 @@ class ReferenceInput(msgspec.Struct, frozen=True):
             capacity,
             self.dense,
             self.unchecked,
+            racks or {},
         )
 
 
@@ -295,6 +316,8 @@ class ReferenceComputation(msgspec.Struct, array_like=True):
     capacity: float
     dense: bool = False
     unchecked: bytes = b""
+    stored_racks: StoredRacks = msgspec.field(default_factory=dict)
+    """The racks stored with the group's version (the request's previous_racks, if any, come first)."""
 
     def inline(self, limits: Limits) -> bool:
         size = len(self.partitions) + len(self.request.members or ()) + sum(map(len, self.previous.values()))
@@ -307,10 +330,11 @@ class ReferenceComputation(msgspec.Struct, array_like=True):
         if self.unchecked:
             check_unique_keys(self.unchecked)
         outcome, answer, seconds = reference_answer(
-            self.request, self.partitions, self.previous, self.capacity, self.dense, limits
+            self.request, self.partitions, self.previous, self.capacity, self.dense, limits, self.stored_racks
         )
         answer.group = self.request.group
         keys = outcome.problem.keys
+        zones = outcome.zones
         return Computed(
             encode(answer),
             encode({c: [keys[j] for j in held] for c, held in outcome.assignment.items()}),
@@ -324,6 +348,8 @@ class ReferenceComputation(msgspec.Struct, array_like=True):
             sorted(answer.moves, key=lambda move: -move.rate)[:HISTORY_MOVES],
             sum(1 for c, load in outcome.loads.items() if not within(load, outcome.problem.capacity_of(c))),
             seconds,
+            b"" if zones is None else encode({c: rack for c, rack in zones.racks.items() if rack is not None}),
+            None if zones is None else zones.cross_zone_rate,
         )
 
 
@@ -334,10 +360,11 @@ def reference_answer(
     capacity: float,
     dense: bool,
     limits: Limits,
+    stored_racks: StoredRacks | None = None,
 ) -> tuple[Outcome, AssignResponse, float]:
     """The reference's way: validate, solve, build the answer (and the seconds the algorithm took)."""
     algorithm, params = _algorithm_of(request, len(partitions), limits)
-    problem = problem_of(request, partitions, previous, capacity, limits.max_consumers)
+    problem = problem_of(request, partitions, previous, capacity, limits.max_consumers, stored_racks)
     started = time.perf_counter()
     outcome = solve(problem, algorithm, params, limits.native)
     seconds = time.perf_counter() - started

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from msgspec import Meta, Struct
+from msgspec import UNSET, Meta, Struct, UnsetType
 
 from app.codec.assign import Move
 from app.codec.wire import PartitionRate, PartitionRef
@@ -58,6 +58,10 @@ class GroupState(Struct):
     capacity: float
     assignment: dict[str, list[PartitionRef]]
     updated_at: str
+    racks: Annotated[
+        dict[str, str] | UnsetType,
+        Meta(description="the rack each consumer runs in, as the last zone-aware version named them"),
+    ] = UNSET
 
 
 class HistoryEntry(Struct):
@@ -71,6 +75,9 @@ class HistoryEntry(Struct):
     moves: Annotated[
         list[Move] | None, Meta(description=f"the partitions that moved (the first {HISTORY_MOVES} by rate)")
     ] = None
+    cross_zone_rate: Annotated[
+        float | UnsetType, Meta(description="the rate read across zones (zone-aware versions only)")
+    ] = UNSET
 
 
 class GroupHistory(Struct):

@@ -10,16 +10,19 @@ from itertools import starmap
 from typing import Annotated, Any, TypeVar
 
 import msgspec
-from msgspec import Meta, Struct
+from msgspec import UNSET, Meta, Struct, UnsetType
 
 from app.core.errors import AssignmentError, ErrorCode, GroupfitError
-from app.core.model import PartitionKey
+from app.core.model import MAX_PARTITION_RACKS, MAX_RACK_LENGTH, PartitionKey
 
 GROUP_PATTERN = r"^[!-.0-~]{1,255}$"
 GroupName = Annotated[str, Meta(pattern=GROUP_PATTERN, description="consumer group id (no spaces or '/')")]
 ConsumerId = Annotated[str, Meta(min_length=1, max_length=255)]
 Topic = Annotated[str, Meta(min_length=1, max_length=255)]
 PartitionNumber = Annotated[int, Meta(ge=0, le=2**31 - 1)]
+Rack = Annotated[
+    str, Meta(min_length=1, max_length=MAX_RACK_LENGTH, description="a rack or zone, as broker.rack and client.rack")
+]
 
 
 # gc=False: these hold only strings and numbers (no cycles possible); 10^5 of them decoded per large
@@ -34,6 +37,17 @@ class PartitionRate(Struct, forbid_unknown_fields=True, gc=False):
     partition: PartitionNumber
     rate: Annotated[float, Meta(description="observed rate, e.g. bytes/s; same unit as capacity")]
     lag: Annotated[float | None, Meta(description="records or bytes behind, as the caller counts")] = None
+    racks: (
+        Annotated[
+            list[Rack],
+            Meta(
+                max_length=MAX_PARTITION_RACKS,
+                description="the racks a consumer reads it from without crossing zones: the leader's, or every "
+                "replica's where the brokers serve fetch-from-follower (KIP-392); a rack listed twice counts once",
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
 
 
 def partition_ref(key: PartitionKey) -> PartitionRef:
@@ -80,6 +94,7 @@ def error_body(exc: GroupfitError) -> bytes:
 _FIELD_CODES = (
     (re.compile(r"^\$\.(partitions\[\d+\]\.(rate|lag)|stream\[\d+\]\[\.\.\.\]\[\.\.\.\])$"), ErrorCode.INVALID_RATE),
     (re.compile(r"^\$\.(capacity|consumer_throughput|iteration_s|rebalance_s)$"), ErrorCode.INVALID_CAPACITY),
+    (re.compile(r"^\$\.(partitions\[\d+\]\.racks|members\[\d+\]\.rack|previous_racks)\b"), ErrorCode.INVALID_RACKS),
     (re.compile(r"^\$\.previous\b"), ErrorCode.INVALID_PREVIOUS),
     (re.compile(r"^\$\.members\b"), ErrorCode.INVALID_MEMBERS),
     (re.compile(r"^\$\.(params|latency|optimum)\b"), ErrorCode.INVALID_PARAMETER),

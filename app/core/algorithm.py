@@ -30,10 +30,12 @@ class NoParams(BaseModel):
 
 @dataclass
 class Packing:
-    """What an algorithm returns: consumer id → partition indices, and its own outputs."""
+    """What an algorithm returns: consumer id → partition indices, its own outputs, and the consumers' racks."""
 
     assignment: dict[str, list[int]]
     outputs: dict[str, Any] = field(default_factory=dict)
+    racks: dict[str, str] = field(default_factory=dict)
+    """For a zone-aware request: the rack of each consumer the algorithm placed in a rack (or knew the rack of)."""
 
 
 @dataclass(frozen=True)

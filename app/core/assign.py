@@ -8,13 +8,28 @@ same algorithms compiled (`solve(..., native=True)`) and must give the same Outc
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from app.core import native as compiled
 from app.core.algorithm import Algorithm
 from app.core.delta import Delta, delta, dense_size, migrated, rscore
-from app.core.model import Problem, consumer_sort_key, sorted_consumers, within
+from app.core.model import ROUNDING, Problem, consumer_sort_key, sorted_consumers, within
+from app.core.zones import NO_RACK
+
+
+@dataclass
+class ZoneReport:
+    """What a zone-aware answer says of zones: each consumer's rack (None: not known) and the rate it reads
+    across zones."""
+
+    racks: dict[str, str | None]
+    cross_zone: dict[str, float]
+
+    @property
+    def cross_zone_rate(self) -> float:
+        return math.fsum(self.cross_zone.values())
 
 
 @dataclass
@@ -36,6 +51,8 @@ class Outcome:
     bins_used: int
     sparse: Delta | None = None
     """The sparse delta when the core computed it with the rest."""
+    zones: ZoneReport | None = None
+    """For a zone-aware request (`Problem.zones`): the consumers' racks and cross-zone rates."""
 
     @property
     def consumer_count(self) -> int:
@@ -83,6 +100,7 @@ def solve(problem: Problem, algorithm: Algorithm, params: Any, native: bool = Fa
     if problem.members is not None:
         assignment = _fold_into_members(problem, assignment)
     owner, loads = _owners_and_loads(problem, assignment, algorithm.name)
+    zones = None if problem.zones is None else zone_report(problem, assignment, packing.racks)
     moved = migrated(problem, owner)
     previous_owner, capacity_of, rates = problem.previous_owner, problem.capacity_of, problem.rates
     return Outcome(
@@ -98,7 +116,27 @@ def solve(problem: Problem, algorithm: Algorithm, params: Any, native: bool = Fa
         overloaded=[j for j, rate in enumerate(rates) if rate > capacity_of(owner[j])],
         outputs=packing.outputs,
         bins_used=bins_used,
+        zones=zones,
     )
+
+
+def zone_report(problem: Problem, assignment: dict[str, list[int]], chosen: dict[str, str]) -> ZoneReport:
+    """Each consumer's rack: the one the algorithm chose, else the one known (a member's, a previous consumer's),
+    else for a new consumer of a group groupfit sizes the rack where the most of its rate is local (what an
+    algorithm that does not weigh zones leaves open); and the rate each reads across zones."""
+    zones, rates = problem.zones, problem.rates
+    assert zones is not None
+    racks: dict[str, str | None] = {}
+    cross: dict[str, float] = {}
+    for consumer in sorted_consumers(assignment):
+        held = assignment[consumer]
+        name = chosen.get(consumer) or problem.consumer_racks.get(consumer)
+        if name is None and problem.members is None and consumer not in problem.previous:
+            rack = zones.best_rack(rates, held)
+            name = zones.names[rack] if rack != NO_RACK else None
+        racks[consumer] = name
+        cross[consumer] = zones.cross_zone(rates, held, NO_RACK if name is None else zones.rack(name))
+    return ZoneReport(racks, cross)
 
 
 def _fold_into_members(problem: Problem, assignment: dict[str, list[int]]) -> dict[str, list[int]]:
@@ -107,7 +145,9 @@ def _fold_into_members(problem: Problem, assignment: dict[str, list[int]]) -> di
     members = sorted_consumers(problem.members or [])
     result = {m: list(assignment.get(m, ())) for m in members}
     surplus = [j for c, held in assignment.items() if c not in result for j in held]
-    if surplus:
+    if surplus and problem.zones is not None:
+        _fold_zoned(problem, result, surplus)
+    elif surplus:
         rates = problem.rates
         # (load − capacity): the smallest has the most room left; ties by id.
         heap = [
@@ -119,6 +159,44 @@ def _fold_into_members(problem: Problem, assignment: dict[str, list[int]]) -> di
             result[member].append(j)
             heapq.heappush(heap, (excess + rates[j], key, member))
     return result
+
+
+def _fold_zoned(problem: Problem, result: dict[str, list[int]], surplus: list[int]) -> None:
+    """Zone mode of the fold: a partition goes to the member of one of its racks with the most remaining capacity
+    if it fits there, else to the member with the most remaining capacity (heaps of (load − capacity, id), the
+    stale entries of a member whose load changed dropped when they come up)."""
+    zones, rates = problem.zones, problem.rates
+    assert zones is not None
+    excess = {m: math.fsum(rates[j] for j in held) - problem.capacity_of(m) for m, held in result.items()}
+    tie = {m: consumer_sort_key(m) for m in result}
+    every = [(excess[m], tie[m], m) for m in result]
+    by_rack: dict[int, list[tuple]] = {}
+    for entry in every:
+        rack = zones.rack_of(entry[2])
+        if rack != NO_RACK:
+            by_rack.setdefault(rack, []).append(entry)
+    for heap in [every, *by_rack.values()]:
+        heapq.heapify(heap)
+
+    def top(heap: list[tuple]) -> tuple | None:
+        while heap and heap[0][0] != excess[heap[0][2]]:
+            heapq.heappop(heap)
+        return heap[0] if heap else None
+
+    for j in problem.decreasing(surplus):
+        local = [found for r in zones.of_partition[j] if (found := top(by_rack.get(r, []))) is not None]
+        best = min(local, default=None)
+        if best is None or best[0] + rates[j] > problem.capacity_of(best[2]) * (ROUNDING - 1):
+            best = top(every)
+        assert best is not None
+        member = best[2]
+        result[member].append(j)
+        excess[member] += rates[j]
+        updated = (excess[member], tie[member], member)
+        heapq.heappush(every, updated)
+        rack = zones.rack_of(member)
+        if rack != NO_RACK:
+            heapq.heappush(by_rack[rack], updated)
 
 
 def _owners_and_loads(

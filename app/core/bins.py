@@ -8,6 +8,12 @@ loaded and most remaining least loaded, the paper's rules. Each rule keeps an in
 (segment tree, sorted runs, heap) so that a placement does not scan every bin.
 
 Bins are small integers (the order they were opened in); `ids[b]` is the consumer id.
+
+Zone mode (a zone-aware request, `Problem.zones`; the Best and Worst Fit rules): each bin has a rack, and the
+rule keeps one index per rack beside the global one. A partition goes to an open bin of one of its racks by the
+rule, else into a new bin in one of its racks (a free member there, or a new consumer started there), else to
+any open bin by the rule (across zones), else into a new bin h(j,k). What that costs in consumers the
+algorithm's last step (app/core/algorithms/search.py `finish_zoned`) wins back.
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ from abc import ABC, abstractmethod
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterator
 
-from app.core.model import ROUNDING, Problem, consumer_sort_key
+from app.core.model import ROUNDING, Problem, consumer_sort_key, sorted_consumers
+from app.core.zones import NO_RACK
 
 
 class ConsumerPool:
@@ -89,19 +96,136 @@ class ConsumerPool:
         return sorted(pool, key=consumer_sort_key)
 
 
+class ZonePool(ConsumerPool):
+    """The pool of a zone-aware request, which also opens a consumer in a given rack (`open_in`) or in one of a
+    partition's racks (`open_for`).
+
+    With members: the free member of that rack, the largest capacity first, the lowest id among equals; none when
+    every member there is open. Without members: the previous consumer of that rack not open yet (a pod does not
+    change zone) or a new id no previous consumer has, the lower of the two; a new id takes the rack it is opened
+    in. A consumer opened without a rack (`open`) has its known rack, or none yet (NO_RACK)."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem.members, problem.capacity_of)
+        zones = problem.zones
+        assert zones is not None
+        self.capacity_of = problem.capacity_of
+        self.racks: dict[str, int] = dict(zones.of_consumer)
+        self.in_rack = [0] * len(zones.names)  # open consumers per rack
+        known = self.members if self.members is not None else sorted_consumers(problem.previous)
+        self._known_in_rack: dict[int, list[str]] = {}
+        for consumer in known:  # in the pool's order
+            rack = zones.rack_of(consumer)
+            if rack != NO_RACK:
+                self._known_in_rack.setdefault(rack, []).append(consumer)
+        self._rack_next = dict.fromkeys(self._known_in_rack, 0)
+        self._known = self._member_set | frozenset(problem.previous)  # ids a new consumer may not take
+        self._fresh = 0
+
+    def rack_of(self, consumer: str) -> int:
+        return self.racks.get(consumer, NO_RACK)
+
+    def move(self, consumer: str, rack: int) -> None:
+        """A new consumer's rack, chosen again (see SearchState.rerack)."""
+        old = self.rack_of(consumer)
+        if old != NO_RACK:
+            self.in_rack[old] -= 1
+        self.racks[consumer] = rack
+        self.in_rack[rack] += 1
+
+    def open(self, preferred: str | None = None) -> str:
+        consumer = super().open(preferred)
+        rack = self.rack_of(consumer)
+        if rack != NO_RACK:
+            self.in_rack[rack] += 1
+        return consumer
+
+    def free_in(self, rack: int) -> str | None:
+        """The next known consumer of `rack` not open yet (members: the largest first)."""
+        queue = self._known_in_rack.get(rack)
+        if queue is None:
+            return None
+        i = self._rack_next[rack]
+        while i < len(queue) and queue[i] in self.opened:
+            i += 1
+        self._rack_next[rack] = i
+        return queue[i] if i < len(queue) else None
+
+    def can_open(self, consumer: str) -> bool:
+        return consumer not in self.opened and self.allowed(consumer)
+
+    def can_open_for(self, racks: tuple[int, ...]) -> bool:
+        """Whether a consumer can be opened in one of `racks`."""
+        if self.members is None:
+            return bool(racks)
+        return any(self.free_in(r) is not None for r in racks)
+
+    def open_for(self, racks: tuple[int, ...], preferred: str | None = None) -> str | None:
+        """A consumer opened in one of `racks` (a partition's), or None: `preferred` (its previous consumer) if it
+        runs there and is not open; else with members the largest free member of those racks (ties: the lowest
+        id), without members one in the rack with the fewest open consumers (ties: the first by name)."""
+        if not racks:
+            return None
+        if preferred is not None and self.rack_of(preferred) in racks and self.can_open(preferred):
+            rack = self.rack_of(preferred)
+        elif self.members is not None:
+            free = [(c, r) for r in racks if (c := self.free_in(r)) is not None]
+            if not free:
+                return None
+            rack = min(free, key=lambda cr: (-self.capacity_of(cr[0]), consumer_sort_key(cr[0])))[1]
+        else:
+            rack = min(racks, key=lambda r: (self.in_rack[r], r))
+        return self.open_in(rack, preferred)
+
+    def open_in(self, rack: int, preferred: str | None = None) -> str | None:
+        """A consumer opened in `rack`: `preferred` (a previous consumer there) if it may, else as the class says;
+        None when no member is free there."""
+        if preferred is not None and self.rack_of(preferred) == rack and self.can_open(preferred):
+            chosen = preferred
+        else:
+            known = self.free_in(rack)
+            if self.members is None:
+                fresh = self._fresh_id()
+                if known is None or consumer_sort_key(fresh) < consumer_sort_key(known):
+                    known = fresh
+            if known is None:
+                return None
+            chosen = known
+        self.opened.add(chosen)
+        self.racks[chosen] = rack
+        self.in_rack[rack] += 1
+        return chosen
+
+    def _fresh_id(self) -> str:
+        while True:
+            consumer = f"{self.MINTED_PREFIX}{self._fresh}"
+            if consumer not in self.opened and consumer not in self._known:
+                return consumer
+            self._fresh += 1
+
+
 class Bins(ABC):
     """The new assignment under construction: open bins, their partitions and loads."""
+
+    ZONED = False
+    """Whether the rule keeps an index per rack (zone mode, for a zone-aware request)."""
 
     def __init__(self, problem: Problem) -> None:
         self.problem = problem
         self.rates = problem.rates
-        self.pool = ConsumerPool(problem.members, problem.capacity_of)
+        self.zones = problem.zones if self.ZONED else None
+        self.pool: ConsumerPool = ConsumerPool(problem.members, problem.capacity_of)
         self.ids: list[str] = []
         self.cap: list[float] = []  # each bin's consumer's own capacity
         self.limit: list[float] = []  # cap up to float rounding of summed rates (model.within)
         self.load: list[float] = []
         self.held: list[list[int]] = []
         self.tie: list[tuple] = []  # consumer_sort_key of each bin: the tie-break
+        self.bin_of: dict[str, int] = {}
+        if self.zones is not None:
+            self.zone_pool = ZonePool(problem)
+            self.pool = self.zone_pool
+            self.rack: list[int] = []  # each bin's rack (zone mode)
 
     @abstractmethod
     def find(self, j: int) -> int:
@@ -111,9 +235,32 @@ class Bins(ABC):
     def _track(self, b: int) -> None:
         """Record the new load of bin b in the rule's index (after it was opened and filled)."""
 
+    def find_local(self, j: int) -> int:
+        """Zone mode: an open bin of one of j's racks that takes j under this rule, or -1."""
+        raise NotImplementedError(f"{type(self).__name__} has no zone mode")
+
     def open(self, preferred: str | None = None) -> int:
         """createConsumer: a new, empty bin for consumer h(j,k) (`preferred` = g(j,k))."""
-        consumer = self.pool.open(preferred)
+        return self._add(self.pool.open(preferred))
+
+    def local_choice(self, j: int) -> int | None:
+        """Zone mode: the open bin of j's racks `place` puts j into, -1 where it opens one there, None where j
+        cannot be placed in its zone."""
+        b = self.find_local(j)
+        if b >= 0:
+            return b
+        return -1 if self.zone_pool.can_open_for(self.zones.of_partition[j]) else None  # type: ignore[union-attr]
+
+    def open_local(self, j: int) -> int:
+        """Zone mode: a new bin in one of j's racks (ZonePool.open_for; h(j,k) where j's previous consumer runs
+        there), or -1."""
+        consumer = self.zone_pool.open_for(self.zones.of_partition[j], self.problem.previous_owner[j])  # type: ignore[union-attr]
+        return -1 if consumer is None else self._add(consumer)
+
+    def _add(self, consumer: str) -> int:
+        self.bin_of[consumer] = len(self.ids)
+        if self.zones is not None:
+            self.rack.append(self.zone_pool.rack_of(consumer))
         self.ids.append(consumer)
         capacity = self.problem.capacity_of(consumer)
         self.cap.append(capacity)
@@ -153,16 +300,26 @@ class Bins(ABC):
         return rest
 
     def place_open(self, j: int) -> bool:
-        """assignOpenBin (Algorithm 1, line 8): into an open bin by the rule, never a new one."""
-        b = self.find(j)
+        """assignOpenBin (Algorithm 1, line 8): into an open bin by the rule, never a new one (zone mode: one
+        of j's racks)."""
+        b = self.find(j) if self.zones is None else self.find_local(j)
         if b < 0:
             return False
         self.put(b, j)
         return True
 
+    def choose(self, j: int) -> int:
+        """The open bin `place` puts j into, or -1 where it opens one."""
+        if self.zones is None:
+            return self.find(j)
+        b = self.local_choice(j)
+        return self.find(j) if b is None else b
+
     def place(self, j: int) -> int:
-        """assignBin: by the rule, else into a new bin h(j,k) (Eq. 14)."""
-        b = self.find(j)
+        """assignBin: by the rule, else into a new bin h(j,k) (Eq. 14). Zone mode: see the module."""
+        b = self.choose(j)
+        if b < 0 and self.zones is not None:
+            b = self.open_local(j)
         if b < 0:
             b = self.open(self.problem.previous_owner[j])
         self.put(b, j)
@@ -300,21 +457,39 @@ class BestFitBins(Bins):
     """Best Fit: the open bin with the least remaining capacity that still fits, ties to the lowest id
     (open bins sorted by (residual, id))."""
 
+    ZONED = True
+
     def __init__(self, problem: Problem) -> None:
         super().__init__(problem)
         self.by_residual = SortedRuns()
         self.entry: dict[int, tuple] = {}
+        self.rack_residual: dict[int, SortedRuns] = {}  # zone mode: the same, per rack
 
     def _track(self, b: int) -> None:
         old = self.entry.get(b)
+        new = self.entry[b] = (self.limit[b] - self.load[b], self.tie[b], b)
         if old is not None:
             self.by_residual.remove(old)
-        new = self.entry[b] = (self.limit[b] - self.load[b], self.tie[b], b)
         self.by_residual.add(new)
+        if self.zones is not None and self.rack[b] != NO_RACK:
+            runs = self.rack_residual.setdefault(self.rack[b], SortedRuns())
+            if old is not None:
+                runs.remove(old)
+            runs.add(new)
 
     def find(self, j: int) -> int:
         entry = self.by_residual.first_at_least((self.rates[j],))
         return -1 if entry is None else entry[2]
+
+    def find_local(self, j: int) -> int:
+        need = (self.rates[j],)
+        best = None
+        for r in self.zones.of_partition[j]:  # type: ignore[union-attr]
+            runs = self.rack_residual.get(r)
+            entry = None if runs is None else runs.first_at_least(need)
+            if entry is not None and (best is None or entry < best):
+                best = entry
+        return -1 if best is None else best[2]
 
 
 class WorstFitBins(Bins):
@@ -322,15 +497,25 @@ class WorstFitBins(Bins):
     (min-heap of load − capacity with lazy deletion: loads only grow, so an entry below its bin's
     current value is stale)."""
 
+    ZONED = True
+
     def __init__(self, problem: Problem) -> None:
         super().__init__(problem)
         self.heap: list[tuple] = []
+        self.rack_heap: dict[int, list[tuple]] = {}  # zone mode: the same, per rack
 
     def _track(self, b: int) -> None:
-        heapq.heappush(self.heap, (self.load[b] - self.limit[b], self.tie[b], b))
+        entry = (self.load[b] - self.limit[b], self.tie[b], b)
+        heapq.heappush(self.heap, entry)
+        if self.zones is not None and self.rack[b] != NO_RACK:
+            heapq.heappush(self.rack_heap.setdefault(self.rack[b], []), entry)
 
     def find(self, j: int) -> int:
-        heap, load, limit = self.heap, self.load, self.limit
+        return self._top(self.heap, j)
+
+    def _top(self, heap: list[tuple], j: int) -> int:
+        """The bin of the heap's valid top if j fits in it, else -1 (stale entries dropped on the way)."""
+        load, limit = self.load, self.limit
         while heap:
             top, _, b = heap[0]
             if top == load[b] - limit[b]:
@@ -338,7 +523,17 @@ class WorstFitBins(Bins):
             heapq.heappop(heap)
         return -1
 
+    def find_local(self, j: int) -> int:
+        best: tuple | None = None
+        for r in self.zones.of_partition[j]:  # type: ignore[union-attr]
+            heap = self.rack_heap.get(r)
+            if heap is not None and self._top(heap, j) >= 0 and (best is None or heap[0] < best):
+                best = heap[0]
+        return -1 if best is None else best[2]
+
     def place_open(self, j: int) -> bool:
+        if self.zones is not None:
+            return super().place_open(j)
         # find + put in one step (the hot path of Modified Worst Fit): the chosen bin is the top.
         b = self.find(j)
         if b < 0:

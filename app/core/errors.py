@@ -22,6 +22,7 @@ class ErrorCode(StrEnum):
     DUPLICATE_PARTITION = "duplicate_partition"
     INVALID_PREVIOUS = "invalid_previous"
     INVALID_MEMBERS = "invalid_members"
+    INVALID_RACKS = "invalid_racks"
     INVALID_PARAMETER = "invalid_parameter"
     UNKNOWN_ALGORITHM = "unknown_algorithm"
     NO_RATES = "no_rates"

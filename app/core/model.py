@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from app.core import extension
 from app.core.errors import AssignmentError, ErrorCode
+from app.core.zones import Zones
 
 PartitionKey = tuple[str, int]
 """(topic, partition)"""
@@ -32,6 +33,12 @@ uses the same (native/src/bins.rs); replica placement has its own (app/core/plac
 
 ROUNDING = 1 + ROUNDING_ERROR
 """A load counts as within a capacity up to this factor (`within`)."""
+
+MAX_RACKS = 1_000
+"""The most distinct racks one request may name (zones are few: a region has a handful, a data centre some racks)."""
+MAX_PARTITION_RACKS = 32
+"""The most racks one partition may list (one per replica at most; a rack listed twice counts once)."""
+MAX_RACK_LENGTH = 255
 
 
 def within(load: float, capacity: float) -> bool:
@@ -98,6 +105,10 @@ class Problem:
     """A member's own capacity where it differs from C; any other consumer has C."""
     max_consumers: int = MAX_CONSUMERS
     """The most consumers an answer may have (`consumers_implied`)."""
+    racks: list[tuple[str, ...]] | None = None
+    """Each partition's racks: where a consumer reads it without crossing zones; None: no partition names one."""
+    consumer_racks: dict[str, str] = field(default_factory=dict)
+    """The racks known before the algorithm runs: the members' (with members), else the previous consumers'."""
 
     def consumers_implied(self, implied: float, what: str) -> int:
         return consumers_implied(implied, self.max_consumers, what)
@@ -105,6 +116,14 @@ class Problem:
     def capacity_of(self, consumer: str) -> float:
         """The most rate `consumer` may be given: its own capacity, else the request's C."""
         return self.member_capacities.get(consumer, self.capacity)
+
+    @cached_property
+    def zones(self) -> Zones | None:
+        """The racks, when the request is zone-aware: a partition names its racks and, with members, a member
+        its rack. None: racks change nothing (the algorithms do what they do without them)."""
+        if self.racks is None or (self.members is not None and not self.consumer_racks):
+            return None
+        return Zones(self.racks, self.consumer_racks)
 
     @property
     def uniform(self) -> bool:
@@ -212,9 +231,13 @@ def build_problem(
     members: Sequence[str] | None = None,
     member_capacities: Mapping[str, float] | None = None,
     max_consumers: int = MAX_CONSUMERS,
+    racks: Sequence[Sequence[str] | None] | None = None,
+    consumer_racks: Mapping[str, str] | None = None,
 ) -> Problem:
     """Validate the semantic rules of a request (types are the caller's parser's job). The consumers it
-    implies (⌈Σ rate / C⌉, and the members) are checked against `max_consumers` before anything is built."""
+    implies (⌈Σ rate / C⌉, and the members) are checked against `max_consumers` before anything is built.
+    `racks`: each partition's racks (None or empty: none); `consumer_racks`: the members' racks, or without
+    members the previous consumers'."""
     check_capacity(capacity)
     keys = list(keys)
     rates = list(rates)
@@ -229,7 +252,72 @@ def build_problem(
         previous_doc = _checked_previous(previous)
     check_scale(math.fsum(rates), capacity, None if members is None else len(members), max_consumers)
     member_list, own = _members(members, member_capacities, capacity)
-    return Problem(keys, rates, lags, float(capacity), previous_doc, member_list, own, max_consumers)
+    partition_racks = checked_racks(keys, racks)
+    known = _checked_consumer_racks(consumer_racks or {}, member_list, previous_doc)
+    return Problem(
+        keys, rates, lags, float(capacity), previous_doc, member_list, own, max_consumers, partition_racks, known
+    )
+
+
+def _check_rack(rack: object, where: str) -> None:
+    if not isinstance(rack, str) or not 0 < len(rack) <= MAX_RACK_LENGTH:
+        raise AssignmentError(
+            ErrorCode.INVALID_RACKS,
+            f"{where} has rack {str(rack)[:50]!r}; a rack is a non-empty string of at most {MAX_RACK_LENGTH} "
+            "characters (as broker.rack and client.rack).",
+        )
+
+
+def checked_racks(
+    keys: list[PartitionKey], racks: Sequence[Sequence[str] | None] | None
+) -> list[tuple[str, ...]] | None:
+    """Each partition's racks as a tuple (a rack listed twice counts once); None when no partition names one."""
+    if racks is None or not any(racks):
+        return None
+    if len(racks) != len(keys):
+        raise ValueError("one list of racks per partition")  # the codec builds them: a bug, not bad input
+    distinct: set[str] = set()
+    checked: list[tuple[str, ...]] = []
+    for key, listed in zip(keys, racks):
+        listed = tuple(listed or ())
+        if len(listed) > MAX_PARTITION_RACKS:
+            raise AssignmentError(
+                ErrorCode.INVALID_RACKS,
+                f"partition {key[0]}/{key[1]} lists {len(listed)} racks, more than {MAX_PARTITION_RACKS}; list the "
+                "racks of its replicas, each once.",
+                {"partition": key},
+            )
+        for rack in listed:
+            _check_rack(rack, f"partition {key[0]}/{key[1]}")
+        distinct.update(listed)
+        checked.append(listed)
+    if len(distinct) > MAX_RACKS:
+        raise AssignmentError(
+            ErrorCode.INVALID_RACKS,
+            f"the partitions name {len(distinct)} distinct racks, more than {MAX_RACKS}; racks are zones or racks "
+            "of brokers, not brokers or hosts.",
+        )
+    return checked
+
+
+def _checked_consumer_racks(
+    consumer_racks: Mapping[str, str], members: list[str] | None, previous: Mapping[str, object]
+) -> dict[str, str]:
+    """Racks only for consumers that exist before the rebalance: the members, or without members the previous
+    consumers (a new consumer's rack is the algorithm's to choose)."""
+    known = set(members) if members is not None else set(previous)
+    strangers = sorted_consumers(set(consumer_racks) - known)
+    if strangers:
+        whose = "a member" if members is not None else "a consumer of the previous assignment"
+        raise AssignmentError(
+            ErrorCode.INVALID_RACKS,
+            f"a rack is given for {strangers[0]!r}, which is not {whose}; racks are known only for consumers that "
+            "run already (a new consumer's rack is in the answer).",
+            {"consumers": strangers[:20]},
+        )
+    for consumer, rack in consumer_racks.items():
+        _check_rack(rack, f"consumer {consumer!r}")
+    return dict(consumer_racks)
 
 
 def check_capacity(capacity: float) -> None:

@@ -47,9 +47,10 @@ def describe(native: bool, setting: str) -> str:
 
 def solve(problem: Problem, name: str, params: BaseModel | None) -> tuple[Any, ...] | None:
     """The compiled outcome's parts (see app.core.assign.solve), or None where the compiled core does not run
-    this algorithm or cannot order these consumer ids exactly as the reference does (non-ASCII ids, numbers
-    written with leading zeros); the reference then runs."""
-    if module is None or name not in ALGORITHMS:
+    this algorithm, the request is zone-aware (the compiled core has no zone mode yet), or it cannot order these
+    consumer ids exactly as the reference does (non-ASCII ids, numbers written with leading zeros); the reference
+    then runs."""
+    if module is None or name not in ALGORITHMS or problem.zones is not None:
         return None
     if isinstance(params, LeastLoadedParams):  # what its parameters imply, refused as the reference refuses it
         check(problem, params)

@@ -53,7 +53,10 @@ class AssignService:
         stored = await store.get(group) if group else None
         rates = await store.get_rates(group) if group and decoded.needs_rates else None
         computation = decoded.completed(
-            stored.assignment if stored else None, stored.capacity if stored else None, rates
+            stored.assignment if stored else None,
+            stored.capacity if stored else None,
+            rates,
+            stored.racks if stored else None,
         )
         computed = await self.compute(computation, gone)
         if self.observer is not None:
@@ -88,6 +91,17 @@ class AssignService:
             request.expected_version if request.expected_version is not None else (stored.version if stored else 0)
         )
         updated_at = now()
+        entry = {
+            "algorithm": computed.algorithm,
+            "rscore": computed.rscore,
+            "consumer_count": computed.consumer_count,
+            "moves_count": computed.moves_count,
+            "updated_at": updated_at,
+            "moved_rate": computed.moved_rate,
+            "moves": computed.top_moves,
+        }
+        if computed.cross_zone_rate is not None:
+            entry["cross_zone_rate"] = computed.cross_zone_rate
         write = await self.store.write_version(
             group,
             expected,
@@ -95,16 +109,9 @@ class AssignService:
             computed.capacity,
             computed.assignment,
             updated_at,
-            {
-                "algorithm": computed.algorithm,
-                "rscore": computed.rscore,
-                "consumer_count": computed.consumer_count,
-                "moves_count": computed.moves_count,
-                "updated_at": updated_at,
-                "moved_rate": computed.moved_rate,
-                "moves": computed.top_moves,
-            },
+            entry,
             Replay(idempotency_key, fingerprint, computed.answer) if idempotency_key else None,
+            computed.racks,
         )
         if write.replay is not None:  # a concurrent request with the same Idempotency-Key was stored first
             return _replayed(write.replay, fingerprint)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
+from msgspec import UNSET
+
 from app.codec.assign import assignment_refs
 from app.codec.groups import GroupHistory, GroupState, HistoryEntry, RatesAck, RatesUpdate, StoredRates
 from app.codec.wire import convert, keys_of
 from app.core.errors import AssignmentError, ErrorCode
-from app.core.model import validate_partitions
+from app.core.model import checked_racks, validate_partitions
 from app.service.clock import now
 from app.store.groups import GroupStore, StoredGroup
 
@@ -38,6 +40,7 @@ class GroupService:
             capacity=stored.capacity,
             assignment=assignment_refs(stored.assignment),
             updated_at=stored.updated_at,
+            racks=UNSET if stored.racks is None else stored.racks,
         )
 
     async def delete(self, group: str) -> None:
@@ -57,7 +60,9 @@ class GroupService:
             raise AssignmentError(
                 ErrorCode.TOO_MANY_PARTITIONS, f"more than {self.max_partitions} partitions; split the group."
             )
-        validate_partitions(keys_of(partitions), [p.rate for p in partitions], [p.lag for p in partitions])
+        keys = keys_of(partitions)
+        validate_partitions(keys, [p.rate for p in partitions], [p.lag for p in partitions])
+        checked_racks(keys, [p.racks or None for p in partitions])
         try:
             datetime.fromisoformat(update.window_end)
         except ValueError:

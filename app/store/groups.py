@@ -43,6 +43,9 @@ end
 local version = current + 1
 redis.call('HSET', KEYS[1], 'version', version, 'algorithm', ARGV[2], 'capacity', ARGV[3],
            'assignment', ARGV[4], 'updated_at', ARGV[5], 'write', ARGV[11])
+if ARGV[12] ~= '' then
+  redis.call('HSET', KEYS[1], 'racks', ARGV[12])
+end
 redis.call('LPUSH', KEYS[2], '{"version":' .. version .. ',' .. ARGV[6])
 redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[7]) - 1)
 if ARGV[8] ~= '' then
@@ -59,7 +62,8 @@ return {'written', version}
 """KEYS: state, history, idempotency record, index of the group's idempotency records (scored by when they
 expire). ARGV: expected version, algorithm, capacity, assignment,
 updated_at, history entry without its version, history limit, request fingerprint ('' without an
-Idempotency-Key), answer, idempotency TTL, write id (random, one per call). An idempotency record is looked
+Idempotency-Key), answer, idempotency TTL, write id (random, one per call), the consumers' racks ('' for a
+version that names none: the racks stored before stay, as the pods stay where they run). An idempotency record is looked
 at first, inside the script, so concurrent retries of one request (or a retry of a write whose reply was
 lost) replay it instead of racing the compare-and-set. The write id makes the script itself safe to send
 twice: when the client resends it after losing the reply (a cluster client does, after a node error), the
@@ -129,6 +133,8 @@ class StoredGroup:
     capacity: float
     assignment: dict[str, list[tuple[str, int]]]
     updated_at: str
+    racks: dict[str, str] | None = None
+    """The rack each consumer runs in, as the last zone-aware version named them (None: never named)."""
 
 
 @dataclass(frozen=True)
@@ -233,6 +239,7 @@ class GroupStore:
             capacity=float(fields[b"capacity"]),
             assignment={c: [(t, p) for t, p in held] for c, held in assignment.items()},
             updated_at=fields[b"updated_at"].decode(),
+            racks=msgspec.json.decode(fields[b"racks"]) if b"racks" in fields else None,
         )
 
     async def write_version(
@@ -245,9 +252,11 @@ class GroupStore:
         updated_at: str,
         summary: dict[str, Any],
         replay: Replay | None = None,
+        racks: bytes = b"",
     ) -> VersionWrite:
         """Compare-and-set of the group's next version with its history entry and idempotency record.
-        `assignment` is the JSON of consumer → [[topic, partition], ...]."""
+        `assignment` is the JSON of consumer → [[topic, partition], ...]; `racks` of consumer → rack (b"": the
+        stored racks stay)."""
         summary_tail = msgspec.json.encode(summary)[1:].decode()  # the script prepends "version"
         args = [
             expected_version,
@@ -261,6 +270,7 @@ class GroupStore:
             replay.answer if replay else b"",
             self.idempotency_ttl_s,
             secrets.token_hex(8),
+            racks,
         ]
         record = self._key(group, "idempotency", replay.key if replay else "")
         keys = [self._key(group, "state"), self._key(group, "history"), record, self._key(group, "idempotency")]

@@ -4,11 +4,17 @@ NF, FF, BF, WF take the partitions in request order; NFD, FFD, BFD, WFD in decre
 (ties by (topic, partition)). When no open bin takes partition j, the new bin is h(j,k) (Eq. 14):
 j's previous consumer if it is not open yet, else the lowest unused consumer f(k) (Eq. 12). Next Fit's
 first consumer is open before any partition comes, so it is f(k), as in the published implementation.
+
+For a zone-aware request Best and Worst Fit (bf, wf, bfd, wfd) run in zone mode (app/core/bins.py) and end on
+`finish_zoned`; Next and First Fit, defined by an order of consumers that a split by rack does not keep, do
+not.
 """
 
 from __future__ import annotations
 
 from app.core.algorithm import Algorithm, NoParams, Packing, register
+from app.core.algorithms.budget import MigrationBudget, Spending
+from app.core.algorithms.search import finish_zoned
 from app.core.bins import FIT_RULES
 from app.core.model import Problem
 
@@ -20,6 +26,9 @@ def any_fit(problem: Problem, fit: str, decreasing: bool) -> Packing:
     order = problem.decreasing() if decreasing else range(problem.size)
     for j in order:
         bins.place(j)
+    if bins.zones is not None:
+        state = finish_zoned(problem, bins, Spending(problem, MigrationBudget()))
+        return Packing(state.assignment(), {}, state.chosen_racks())
     return Packing(bins.assignment())
 
 

@@ -12,6 +12,12 @@ with what it holds), and a partition of the unassigned set that the fit rule wou
 cannot pay for stays on its consumer, above capacity if need be: `outputs.overloaded_consumers`. Moves
 are charged in the order the algorithm makes them, so the budget goes to the consumers visited first.
 Partitions of a consumer that is gone must move and are charged even beyond the budget.
+
+Zone mode (a zone-aware request; app/core/bins.py): a previous consumer first lets go of the partitions it reads
+across zones, which join the unassigned set; partitions migrate only into open consumers of their racks, and the
+unassigned set goes to a consumer of their racks (open, else new) before any other. A partition let go of that
+cannot be read in its zone anywhere, or that the budget cannot move, stays where it was. The last step
+(`finish_zoned`) closes consumers and brings partitions into their zones where it can.
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ from functools import partial
 
 from app.core.algorithm import Algorithm, Packing, register
 from app.core.algorithms.budget import MigrationBudget, Spending
-from app.core.bins import FIT_RULES
+from app.core.algorithms.search import finish_zoned
+from app.core.bins import FIT_RULES, Bins
 from app.core.model import Problem, consumer_sort_key, sorted_consumers, within
 
 
@@ -28,6 +35,8 @@ def modified_any_fit(problem: Problem, fit: str, sort: str, budget: MigrationBud
     rates = problem.rates
     spending = Spending(problem, budget or MigrationBudget())
     bins = FIT_RULES[fit](problem)  # line 1: N ← new ConsumerList with assignStrategy
+    zones = bins.zones
+    let_go: set[int] = set()  # zone mode: partitions a staying consumer reads across zones
     home: dict[str, int] = {}  # previous consumer → its bin, once opened under its own id
     unassigned: list[int] = []  # U: partitions no consumer held (new ones)
     psets: dict[str, list[int]] = {}  # line 5 for every consumer at once: its partitions, largest first
@@ -47,6 +56,13 @@ def modified_any_fit(problem: Problem, fit: str, sort: str, budget: MigrationBud
     for consumer in consumers:  # line 3
         pset = psets[consumer]
         stays = bins.pool.allowed(consumer)  # a consumer that is gone cannot keep anything
+        if zones is not None and stays:
+            rack = zones.rack_of(consumer)
+            crossing = [j for j in pset if not zones.local(j, rack)]
+            if crossing:
+                let_go.update(crossing)
+                unassigned.extend(crossing)
+                pset = [j for j in pset if zones.local(j, rack)]
         # lines 6-13: smallest first into open bins, while the budget affords the move
         while pset and (spending.affords(pset[-1]) or not stays) and bins.place_open(pset[-1]):
             spending.spend(pset.pop())
@@ -61,8 +77,11 @@ def modified_any_fit(problem: Problem, fit: str, sort: str, budget: MigrationBud
                 spending.spend(j)
         unassigned.extend(rest)
     for j in problem.decreasing(unassigned):  # lines 27-30
-        b = bins.find(j)
         was = previous_owner[j]
+        if j in let_go:
+            _place_let_go(bins, spending, home, j, was)  # type: ignore[arg-type]
+            continue
+        b = bins.choose(j)
         stay = home.get(was) if was is not None else None
         if stay is None or b == stay:
             b = bins.place(j)
@@ -74,15 +93,36 @@ def modified_any_fit(problem: Problem, fit: str, sort: str, budget: MigrationBud
         else:  # the budget is spent: j stays where it is
             spending.refuse()
             bins.put(stay, j)
-    outputs = {}
-    if spending.limited:
+    if zones is not None:
+        state = finish_zoned(problem, bins, spending)
+        assignment, racks, over = state.assignment(), state.chosen_racks(), state.overloaded()
+    else:
+        assignment, racks = bins.assignment(), {}
         over = [
             consumer
             for b, consumer in enumerate(bins.ids)
             if len(bins.held[b]) > 1 and not within(bins.load[b], bins.cap[b])
         ]
+    outputs = {}
+    if spending.limited:
         outputs = {"budget": spending.outputs(), "overloaded_consumers": sorted_consumers(over)}
-    return Packing(bins.assignment(), outputs)
+    return Packing(assignment, outputs, racks)
+
+
+def _place_let_go(bins: Bins, spending: Spending, home: dict[str, int], j: int, was: str) -> None:
+    """Zone mode: a partition its consumer `was` reads across zones goes to a consumer of its racks if there is
+    one and the budget affords the move; else it stays with `was`."""
+    target = bins.local_choice(j)
+    if target is not None and spending.affords(j):
+        bins.put(target if target >= 0 else bins.open_local(j), j)
+        spending.spend(j)
+        return
+    if target is not None:
+        spending.refuse()
+    stay = home.get(was)
+    if stay is None:
+        stay = home[was] = bins.bin_of[was] if was in bins.bin_of else bins.open(was)
+    bins.put(stay, j)
 
 
 def _pack(problem: Problem, params: MigrationBudget, fit: str, sort: str) -> Packing:

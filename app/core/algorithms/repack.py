@@ -33,27 +33,27 @@ the Rscore their cheapest repairs would have cost.
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 from pydantic import Field
 
 from app.core.algorithm import Algorithm, Packing, register
 from app.core.algorithms.budget import MigrationBudget, Spending
-from app.core.bins import ConsumerPool, SortedRuns
-from app.core.model import ROUNDING, ROUNDING_ERROR, Problem, consumer_sort_key, sorted_consumers, within
+from app.core.algorithms.search import SearchState
+from app.core.model import Problem, sorted_consumers, within
 
 WORK_PER_MS = 700
 """Units of search work per millisecond of `time_limit_ms`: what one core of this project's machine does in
 a millisecond of CPU time (690-950 measured at 200, 2 000 and 20 000 partitions; the lowest, so the search
 takes about `time_limit_ms` of CPU at most). The limit is kept in units, never in seconds, so answers do not
 depend on the machine or its load."""
-EJECTION_TRIES = 32
-"""Consumers (those with the most room) a partition that fits nowhere may eject a smaller one from."""
 DEFAULT_CONSUMER_WEIGHT = 1.0
 """W = 1 (a consumer weighs as much as migrating C of rate), chosen with bench/frontier.py: of W ∈ {0.5, 1,
 1.5, 3}, the largest that keeps the Rscore within 0.8 × MWF's on three of the four 32- and 200-partition
 streams; W = 1.5 or 3 buys 0.5-1.5 % fewer consumers for 8-20 % more Rscore."""
+DEFAULT_ZONE_WEIGHT = 2.0
+"""Z = 2: a partition read across zones costs twice its move, so moving one into its zone pays (Z > 1), and a
+consumer (W = 1) is closed when what it sends across zones is below a third of C."""
 
 
 class RepackParams(MigrationBudget):
@@ -61,6 +61,12 @@ class RepackParams(MigrationBudget):
         DEFAULT_CONSUMER_WEIGHT,
         gt=0,
         description="W: one consumer more costs as much as migrating W·C of rate (objective W·consumers + Rscore)",
+    )
+    zone_weight: float = Field(
+        DEFAULT_ZONE_WEIGHT,
+        ge=0,
+        description="Z, for a zone-aware request: reading a rate r across zones costs as much as migrating Z·r once "
+        "(objective W·consumers + Z·cross-zone rate / C + Rscore)",
     )
     time_limit_ms: int = Field(
         200,
@@ -77,68 +83,19 @@ class RepackParams(MigrationBudget):
     )
 
 
-class Repacker:
-    """The assignment under search: consumers (bins) with their partitions, loads and capacities."""
+class Repacker(SearchState):
+    """repack's search state: the repair and placement it starts from, and its search."""
 
     def __init__(self, problem: Problem, params: RepackParams) -> None:
-        self.problem = problem
-        self.rates = problem.rates
-        self.weight = params.consumer_weight
-        self.k = params.neighbourhood
-        self.nodes = params.neighbourhood_nodes
-        self.spending = Spending(problem, params)
-        self.pool = ConsumerPool(problem.members, problem.capacity_of)
-        self.ids: list[str] = []
-        self.cap: list[float] = []
-        self.held: list[list[int]] = []
-        self.load: list[float] = []
-        self.bin_of: dict[str, int] = {}
-        self.owner: list[int] = [-1] * problem.size  # partition → its bin
-        self.previous_bin: list[int] = [-1] * problem.size  # partition → its previous consumer's bin, if open
+        super().__init__(
+            problem,
+            Spending(problem, params),
+            params.consumer_weight,
+            params.zone_weight,
+            params.neighbourhood,
+            params.neighbourhood_nodes,
+        )
         self.needed = 0.0  # rate the budget did not let repairs migrate
-        self.work = 0  # search work done, in the units of WORK_PER_MS
-        self.by_slack = SortedRuns()  # non-empty consumers by (−remaining capacity, id, bin)
-        self.slack_entry: dict[int, tuple] = {}
-
-    # -- the state ---------------------------------------------------------------------------------------
-
-    def open(self, preferred: str | None = None) -> int:
-        consumer = self.pool.open(preferred)
-        b = len(self.ids)
-        self.ids.append(consumer)
-        self.cap.append(self.problem.capacity_of(consumer))
-        self.held.append([])
-        self.load.append(0.0)
-        self.bin_of[consumer] = b
-        return b
-
-    def put(self, b: int, j: int) -> None:
-        self.held[b].append(j)
-        self.load[b] += self.rates[j]
-        self.owner[j] = b
-        self.track(b)
-
-    def take(self, b: int, j: int) -> None:
-        self.held[b].remove(j)
-        self.load[b] -= self.rates[j]
-        self.owner[j] = -1
-        self.track(b)
-
-    def track(self, b: int) -> None:
-        old = self.slack_entry.pop(b, None)
-        if old is not None:
-            self.by_slack.remove(old)
-        if self.held[b]:
-            entry = self.slack_entry[b] = (self.load[b] - self.cap[b], consumer_sort_key(self.ids[b]), b)
-            self.by_slack.add(entry)
-
-    def fits(self, b: int, j: int) -> bool:
-        """An empty consumer takes anything; otherwise within its capacity."""
-        return not self.held[b] or within(self.load[b] + self.rates[j], self.cap[b])
-
-    def cost(self, j: int, b: int) -> bool:
-        """Whether partition j on bin b is a move (it had another consumer)."""
-        return self.problem.previous_owner[j] is not None and self.previous_bin[j] != b
 
     # -- 1. repair, 2. place -------------------------------------------------------------------------------
 
@@ -159,20 +116,28 @@ class Repacker:
             self.load[b] = sum(rates[j] for j in held)
             for j in held:
                 self.owner[j] = self.previous_bin[j] = b
-        entries = [(self.load[b] - self.cap[b], consumer_sort_key(self.ids[b]), b) for b in range(len(self.ids))]
-        self.by_slack = SortedRuns.of(entries)  # at once: faster than one insert per consumer
-        self.slack_entry = {entry[2]: entry for entry in entries}
+        self.index()
         for b in range(len(self.ids)):
             if len(self.held[b]) > 1 and not within(self.load[b], self.cap[b]):
                 unplaced.extend(self.repair(b))
         for j in problem.decreasing(unplaced):
-            b = self.best_fit(rates[j])
-            if b < 0:
-                b = self.open(problem.previous_owner[j])
+            b = self.place_at(j)
             self.put(b, j)
             if b == self.previous_bin[j]:  # given up by a repair, and back where it was: not a move
                 self.spending.rate -= rates[j]
                 self.spending.moves -= 1
+
+    def place_at(self, j: int) -> int:
+        """Best Fit (the least remaining capacity that fits), else a new consumer h(j,k) (Eq. 14). Zone mode:
+        Best Fit among the consumers of j's racks, else a new consumer there, first."""
+        if self.zones is not None:
+            b = self.best_fit_local(j)
+            if b < 0:
+                b = self.open_local(j)
+            if b >= 0:
+                return b
+        b = self.best_fit(self.rates[j])
+        return b if b >= 0 else self.open(self.problem.previous_owner[j])
 
     def repair(self, b: int) -> list[int]:
         """Give up the cheapest partitions that bring bin b within its capacity (the smallest one that
@@ -202,17 +167,6 @@ class Repacker:
             self.take(b, j)
         return given
 
-    def affordable(self, partitions: list[int]) -> bool:
-        """Whether the budget affords moving all these partitions."""
-        spending = self.spending
-        rate, moves = spending.rate, spending.moves
-        ok = True
-        for j in partitions:
-            ok = ok and spending.affords(j)
-            spending.spend(j)
-        spending.rate, spending.moves = rate, moves
-        return ok
-
     # -- 3. search -------------------------------------------------------------------------------------------
 
     def search(self, limit: int) -> dict[str, Any]:
@@ -232,245 +186,33 @@ class Repacker:
                     if step(target, limit):
                         kept += 1
                         improved = True
+            if self.zones is not None:
+                localized = self.localize(limit)
+                kept += localized
+                improved = improved or localized > 0
             if not improved:
                 return {"work": self.work, "kept_steps": kept, "passes": passes, "stopped": "local_optimum"}
-
-    def targets(self) -> list[int]:
-        """Open consumers, least utilised first, ties by id (one unit of work each)."""
-        self.work += len(self.ids)
-        return sorted(
-            (b for b in range(len(self.ids)) if self.held[b]),
-            key=lambda b: (self.load[b] / self.cap[b], consumer_sort_key(self.ids[b])),
-        )
-
-    def resolve(self, target: int, limit: int) -> bool:
-        spent, better = Neighbourhood(self, self.neighbourhood(target)).solve(min(self.nodes, limit - self.work))
-        self.work += spent
-        if better is None:
-            return False
-        for j, b in better.items():
-            if self.owner[j] != b:
-                self.move(j, b)
-        return True
-
-    def dissolve(self, target: int, _limit: int) -> bool:
-        """Close the target if each of its partitions, largest first, finds another consumer (`relocate`)
-        and that lowers the objective within the budget; else leave everything as it was."""
-        rates = self.rates
-        items = sorted(self.held[target], key=lambda j: (-rates[j], self.problem.keys[j]))
-        before_rate, before_moves = self.spending.rate, self.spending.moves
-        journal: list[tuple[int, int]] = []  # (partition, the bin it was in), to undo
-        for j in items:
-            journal.append((j, target))
-            self.move(j, -1)
-        closed = all(self.relocate(j, target, journal) for j in items)
-        gain = self.weight * self.problem.capacity - (self.spending.rate - before_rate)
-        if closed and gain > 1e-9 and self.spending.within():
-            return True
-        for j, b in reversed(journal):
-            self.move(j, b)
-        self.spending.rate, self.spending.moves = before_rate, before_moves  # exactly, without float drift
-        return False
-
-    def relocate(self, j: int, target: int, journal: list[tuple[int, int]]) -> bool:
-        """Put j (out of every bin) on another open consumer: its previous one if it fits, else Best Fit
-        (the least remaining capacity that fits), else by ejecting a smaller partition from one of the
-        EJECTION_TRIES consumers with the most room into Best Fit elsewhere."""
-        rates = self.rates
-        self.work += 1
-        home = self.previous_bin[j]
-        if home >= 0 and home != target and self.held[home] and self.fits(home, j):
-            self.move(j, home)
-            return True
-        b = self.best_fit(rates[j])
-        if b >= 0:
-            self.move(j, b)
-            return True
-        roomiest = [b for _, _, b in itertools.islice(self.by_slack, EJECTION_TRIES)]  # moves below reorder it
-        for b in roomiest:
-            for y in sorted(self.held[b], key=lambda i: (rates[i], self.problem.keys[i])):
-                self.work += 1
-                if rates[y] >= rates[j] or not within(self.load[b] - rates[y] + rates[j], self.cap[b]):
-                    continue
-                journal.append((y, b))
-                self.move(y, -1)
-                other = self.best_fit(rates[y], b)
-                if other < 0:
-                    self.move(y, b)
-                    journal.pop()
-                    continue
-                self.move(y, other)
-                self.move(j, b)
-                return True
-        return False
-
-    def best_fit(self, rate: float, excluded: int = -1) -> int:
-        """The open consumer with the least remaining capacity that takes `rate`, other than `excluded`, or −1.
-        The entries are (load − capacity, id, bin): the last one below rate − 0 (up to rounding) fits."""
-        found = self.by_slack.last_below((self.problem.capacity * ROUNDING_ERROR - rate,))
-        if found is not None and found[2] == excluded:  # the next one down has more room
-            found = self.by_slack.last_below(found)
-        if found is None:
-            return -1
-        b = found[2]
-        return b if within(self.load[b] + rate, self.cap[b]) else -1
-
-    def move(self, j: int, b: int) -> None:
-        """Partition j to bin b (−1: out of every bin), its cost charged or refunded (one unit of work)."""
-        self.work += 1
-        was = self.owner[j]
-        if was >= 0:
-            if self.cost(j, was):
-                self.spending.rate -= self.rates[j]
-                self.spending.moves -= 1
-            self.take(was, j)
-        if b >= 0:
-            self.put(b, j)
-            if self.cost(j, b):
-                self.spending.spend(j)
-
-    def neighbourhood(self, target: int) -> list[int]:
-        """The target and the k − 1 other open consumers with the most remaining capacity (ties by id)."""
-        chosen = [target]
-        for _, _, b in self.by_slack:
-            if len(chosen) == self.k:
-                break
-            if b != target:
-                chosen.append(b)
-        return chosen
-
-    def assignment(self) -> dict[str, list[int]]:
-        keys = self.problem.keys
-        return {self.ids[b]: sorted(held, key=keys.__getitem__) for b, held in enumerate(self.held) if held}
-
-
-class Neighbourhood:
-    """The partitions of a few consumers, re-placed among them for the least W·used + moved rate / C."""
-
-    def __init__(self, state: Repacker, bins: list[int]) -> None:
-        self.state = state
-        self.bins = bins
-        rates = state.rates
-        self.items = sorted((j for b in bins for j in state.held[b]), key=lambda j: (-rates[j], state.problem.keys[j]))
-        capacity = state.problem.capacity
-        k = len(bins)
-        # The cost of j on each bin of the neighbourhood, in units of C (0 where it stays or was new).
-        self.moves = [[state.cost(j, b) for b in bins] for j in self.items]
-        self.costs = [[rates[j] / capacity if move else 0.0 for move in row] for j, row in zip(self.items, self.moves)]
-        self.caps = [state.cap[b] * ROUNDING for b in bins]
-        # Each partition tries the consumers it costs least on first (ties: the target, then by slack).
-        self.order = [
-            sorted(range(k), key=list(zip(cost, move)).__getitem__) for cost, move in zip(self.costs, self.moves)
-        ]
-        # equal_from[s][t]: from which partition on consumers s and t are alike (same capacity, same costs for
-        # every partition after): an empty one is then not tried after the other.
-        n = len(self.items)
-        self.equal_from = [[n + 1] * k for _ in range(k)]
-        for a in range(k):
-            for b in range(a + 1, k):
-                if self.caps[a] != self.caps[b]:
-                    continue
-                i = n
-                while i > 0 and self.moves[i - 1][a] == self.moves[i - 1][b]:
-                    i -= 1
-                self.equal_from[a][b] = self.equal_from[b][a] = i
-        self.weight = state.weight
-        current = [bins.index(state.owner[j]) for j in self.items]
-        used = len(set(current))
-        moved = sum(self.costs[i][slot] for i, slot in enumerate(current))
-        self.best_value = self.weight * used + moved - 1e-9  # only strictly better placements are kept
-        self.best: list[int] | None = None
-        self.suffix = [0.0] * (n + 1)
-        for i in range(n - 1, -1, -1):
-            self.suffix[i] = self.suffix[i + 1] + rates[self.items[i]]
-        spending = state.spending
-        inside = [j for j in self.items if state.cost(j, state.owner[j])]
-        self.free_rate = None if spending.max_rate is None else (spending.max_rate - spending.rate) / capacity + moved
-        self.free_moves = None if spending.max_moves is None else spending.max_moves - spending.moves + len(inside)
-
-    def solve(self, limit: int) -> tuple[int, dict[int, int] | None]:
-        """(work spent, a better placement partition → bin, or None). Work: search nodes, plus one per
-        partition and consumer for setting the neighbourhood up."""
-        k, n = len(self.bins), len(self.items)
-        rates = self.state.rates
-        items, costs, moves_of, caps, order, equal_from, suffix = (
-            self.items,
-            self.costs,
-            self.moves,
-            self.caps,
-            self.order,
-            self.equal_from,
-            self.suffix,
-        )
-        weight, free_rate, free_moves = self.weight, self.free_rate, self.free_moves
-        total = suffix[0]
-        load = [0.0] * k
-        count = [0] * k
-        chosen = [0] * n
-        nodes = n * k
-
-        def dfs(i: int, used: int, used_cap: float, moved: float, moves: int) -> None:
-            nonlocal nodes
-            nodes += 1
-            if i == n:
-                if weight * used + moved < self.best_value:
-                    self.best_value = weight * used + moved
-                    self.best = chosen.copy()
-                return
-            # Lower bound: the rest needs a consumer more unless the used ones have room for all of it.
-            extra = 0 if suffix[i] <= used_cap - (total - suffix[i]) else 1
-            if weight * (used + extra) + moved >= self.best_value or nodes > limit:
-                return
-            rate, row, is_move = rates[items[i]], costs[i], moves_of[i]
-            tried_empty: list[int] = []
-            for slot in order[i]:
-                empty = not count[slot]
-                if empty:
-                    if any(equal_from[t][slot] <= i for t in tried_empty):
-                        continue
-                    tried_empty.append(slot)
-                elif load[slot] + rate > caps[slot]:
-                    continue
-                step, move = row[slot], is_move[slot]
-                if move and (
-                    (free_rate is not None and moved + step > free_rate + ROUNDING_ERROR)  # in units of C
-                    or (free_moves is not None and moves >= free_moves)
-                ):
-                    continue
-                load[slot] += rate
-                count[slot] += 1
-                chosen[i] = slot
-                if empty:
-                    dfs(i + 1, used + 1, used_cap + caps[slot], moved + step, moves + move)
-                else:
-                    dfs(i + 1, used, used_cap, moved + step, moves + move)
-                load[slot] -= rate
-                count[slot] -= 1
-
-        dfs(0, 0, 0.0, 0.0, 0)
-        if self.best is None:
-            return nodes, None
-        return nodes, {j: self.bins[slot] for j, slot in zip(items, self.best)}
 
 
 def pack(problem: Problem, params: RepackParams) -> Packing:
     state = Repacker(problem, params)
     state.start()
+    state.rerack()
     limit = params.time_limit_ms * WORK_PER_MS
     search = state.search(limit)
-    over = [
-        state.ids[b] for b, held in enumerate(state.held) if len(held) > 1 and not within(state.load[b], state.cap[b])
-    ]
+    objective = params.consumer_weight * sum(1 for held in state.held if held) + state.spending.rate / problem.capacity
+    if state.zones is not None:
+        objective += params.zone_weight * state.cross / problem.capacity
     return Packing(
         state.assignment(),
         {
-            "objective": params.consumer_weight * sum(1 for held in state.held if held)
-            + state.spending.rate / problem.capacity,
+            "objective": objective,
             "search": search,
             "budget": state.spending.outputs(),
-            "overloaded_consumers": sorted_consumers(over),
+            "overloaded_consumers": sorted_consumers(state.overloaded()),
             "rscore_needed": state.needed / problem.capacity,
         },
+        state.chosen_racks(),
     )
 
 
