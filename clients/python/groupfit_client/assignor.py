@@ -13,6 +13,12 @@ logs it: a rebalance never fails because groupfit is down.
 Members may differ in size: a member that advertises its capacity is sent as `{"id", "capacity"}`, so the
 service keeps each within its own; the others (and the request's C) have the configured capacity.
 
+Zones: a member configured with its rack (the `client_rack` its consumer is given) advertises it, and the leader
+sends each member's rack and each partition's racks from the cluster metadata: the leader's rack, or with
+`fetch_from_follower` every replica's. aiokafka's assignor sees neither the consumer's `client_rack` (hence the
+`rack` argument) nor, publicly, a partition's replicas (`partition_racks` says how they are read); its group
+protocol (subscription v0) carries no rack, so the rack travels in the user data.
+
 aiokafka's assignors are classes with classmethods, so `groupfit_assignor(...)` makes one per member.
 """
 
@@ -53,17 +59,19 @@ class Member:
     capacity: float | None
     owned: frozenset[TopicPartition]
     generation: int  # the assignor generation of `owned`; the newest claim wins a conflict
+    rack: str | None = None  # its client rack, if configured
 
     @classmethod
     def decode(cls, member_id: str, meta: ConsumerProtocolMemberMetadata) -> Member:
         try:
             data = json.loads(meta.user_data)
-            capacity = data.get("capacity")
+            capacity, rack = data.get("capacity"), data.get("rack")
             return cls(
                 str(data["id"]),
                 float(capacity) if capacity else None,
                 frozenset(TopicPartition(t, p) for t, p in data.get("owned", ())),
                 int(data.get("generation", -1)),
+                str(rack) if rack else None,
             )
         except (ValueError, KeyError, TypeError):
             return cls(member_id, None, frozenset(), -1)  # no groupfit metadata: known by its member id
@@ -78,10 +86,17 @@ def groupfit_assignor(
     deadline_s: float = 2.0,
     rates: RatesFn | None = None,
     member_capacity: float | None = None,
+    rack: str | None = None,
+    fetch_from_follower: bool = False,
 ) -> type[AbstractPartitionAssignor]:
     """An assignor class for this member. `capacity` is C for the leader's request (same unit as the
     rates): the capacity of every member that does not advertise its own (`member_capacity`, sent in the
-    subscription); `rates` maps partitions to their rates (default: the service's stored rates for `group`)."""
+    subscription); `rates` maps partitions to their rates (default: the service's stored rates for `group`).
+    `rack`: this member's rack, the `client_rack` its consumer is given (aiokafka ≥ 0.14; the assignor cannot
+    read it); when members have racks the leader sends them and the partitions' racks, and groupfit keeps the
+    reads within their zones where capacity allows. `fetch_from_follower`: the consumers read from a replica in
+    their rack (KIP-392: `client_rack` on aiokafka ≥ 0.14 and a rack-aware replica.selector.class on the
+    brokers), so a partition's racks are all its replicas'; else its leader's."""
 
     # One client for every rebalance: making one costs tens of milliseconds, and its connection is kept.
     client = GroupfitClient(service_url, timeout=deadline_s, retries=0)
@@ -98,6 +113,8 @@ def groupfit_assignor(
             user_data: dict[str, Any] = {"id": identity, "owned": cls.owned, "generation": cls.generation}
             if member_capacity:
                 user_data["capacity"] = member_capacity
+            if rack:
+                user_data["rack"] = rack
             return ConsumerProtocolMemberMetadata(cls.version, sorted(topics), json.dumps(user_data).encode())
 
         @classmethod
@@ -114,13 +131,14 @@ def groupfit_assignor(
         ) -> dict[str, ConsumerProtocolMemberAssignment]:
             decoded = _distinct({member_id: Member.decode(member_id, meta) for member_id, meta in members.items()})
             identities = sorted(m.identity for m in decoded.values())
-            sizes = {m.identity: m.capacity for m in decoded.values() if m.capacity}
             topics = sorted({t for meta in members.values() for t in meta.subscription})
             partitions = [TopicPartition(t, p) for t in topics for p in sorted(cluster.partitions_for_topic(t) or ())]
             started = time.perf_counter()
             try:
+                zoned = any(m.rack for m in decoded.values())
+                racks = partition_racks(cluster, partitions, fetch_from_follower) if zoned else {}
                 owner = _ask_service(
-                    client, group, algorithm, capacity, deadline_s, rates, identities, sizes, partitions
+                    client, group, algorithm, capacity, deadline_s, rates, list(decoded.values()), partitions, racks
                 )
                 cls.last_source = "service"
             except Exception as exc:
@@ -159,7 +177,7 @@ def _distinct(members: dict[str, Member]) -> dict[str, Member]:
         member = members[member_id]
         if member.identity in seen:
             log.warning("member %s repeats identity %r; known by its member id", member_id, member.identity)
-            member = Member(member_id, member.capacity, member.owned, member.generation)
+            member = Member(member_id, member.capacity, member.owned, member.generation, member.rack)
         seen.add(member.identity)
         result[member_id] = member
     return result
@@ -172,13 +190,14 @@ def _ask_service(
     capacity: float,
     deadline_s: float,
     rates: RatesFn | None,
-    identities: list[str],
-    sizes: Mapping[str, float],
+    members: list[Member],
     partitions: list[TopicPartition],
+    racks: Mapping[TopicPartition, list[str]],
 ) -> dict[TopicPartition, str]:
-    """The service's assignment, partition → identity, within the deadline (rates read included). `sizes`:
-    the members that advertised their own capacity."""
+    """The service's assignment, partition → identity, within the deadline (rates read included). A member that
+    advertised its capacity or rack is sent as an object; `racks`: each partition's (none: a zone-free request)."""
     deadline = time.monotonic() + deadline_s
+    identities = sorted(m.identity for m in members)
     lags: dict[TopicPartition, float] = {}
     if rates is not None:
         known = dict(rates(partitions))
@@ -201,8 +220,10 @@ def _ask_service(
             "algorithm": algorithm,
             "capacity": capacity,
             "group": group,
-            "members": [{"id": i, "capacity": sizes[i]} if i in sizes else i for i in identities],
-            "partitions": [PartitionRate(*tp, float(known.get(tp, 0.0)), lags.get(tp)) for tp in partitions],
+            "members": [_member_json(m) for m in sorted(members, key=lambda m: m.identity)],
+            "partitions": [
+                PartitionRate(*tp, float(known.get(tp, 0.0)), lags.get(tp), racks.get(tp)) for tp in partitions
+            ],
         },
         timeout=remaining,
     )
@@ -219,6 +240,40 @@ def _ask_service(
     if strangers or sorted(owner) != partitions:
         raise UnusableAnswer(f"the answer names non-members {sorted(strangers)} or misses partitions")
     return owner
+
+
+def _member_json(member: Member) -> str | dict[str, Any]:
+    """A member as the request lists it: its bare identity, or an object with its capacity and rack."""
+    if not member.capacity and not member.rack:
+        return member.identity
+    doc: dict[str, Any] = {"id": member.identity}
+    if member.capacity:
+        doc["capacity"] = member.capacity
+    if member.rack:
+        doc["rack"] = member.rack
+    return doc
+
+
+def partition_racks(cluster: Any, partitions: list[TopicPartition], replicas: bool) -> dict[TopicPartition, list[str]]:
+    """Each partition's racks from aiokafka's cluster metadata: its leader's broker's rack (where a consumer
+    fetches from), or with `replicas` (fetch-from-follower) the racks of all its replicas' brokers. aiokafka's
+    ClusterMetadata has no public accessor for a partition's replicas: they are read from its `_partitions`
+    table (aiokafka 0.11-0.14); where that is missing, the leader's rack stands (`leader_for_partition`,
+    `broker_metadata`, both public). A partition whose brokers name no rack gets none."""
+    table = getattr(cluster, "_partitions", None) or {}
+    found: dict[TopicPartition, list[str]] = {}
+    for tp in partitions:
+        nodes: list[int] = []
+        if replicas:
+            metadata = table.get(tp.topic, {}).get(tp.partition)
+            nodes = list(getattr(metadata, "replicas", None) or ())
+        if not nodes:
+            leader = cluster.leader_for_partition(tp)
+            nodes = [leader] if leader is not None and leader >= 0 else []
+        names = sorted({broker.rack for n in nodes if (broker := cluster.broker_metadata(n)) and broker.rack})
+        if names:
+            found[tp] = names
+    return found
 
 
 def reported_owners(members: Iterable[Member]) -> dict[TopicPartition, str]:

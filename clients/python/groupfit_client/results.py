@@ -15,12 +15,14 @@ Json = dict[str, Any]
 
 
 class PartitionRate(NamedTuple):
-    """A partition's measured rate (same unit as the capacity) and, optionally, its lag."""
+    """A partition's measured rate (same unit as the capacity) and, optionally, its lag and its racks (where a
+    consumer reads it without crossing zones: its leader's rack, or its replicas' with fetch-from-follower)."""
 
     topic: str
     partition: int
     rate: float
     lag: float | None = None
+    racks: list[str] | None = None
 
     @property
     def key(self) -> TopicPartition:
@@ -30,6 +32,8 @@ class PartitionRate(NamedTuple):
         doc: Json = {"topic": self.topic, "partition": self.partition, "rate": self.rate}
         if self.lag is not None:
             doc["lag"] = self.lag
+        if self.racks is not None:
+            doc["racks"] = list(self.racks)
         return doc
 
 
@@ -48,6 +52,8 @@ class ConsumerLoad(Readable):
     load: float
     utilization: float
     partition_count: int
+    rack: str | None = None  # zone-aware answers: the rack it runs in or should be started in (None: not known)
+    cross_zone_rate: float | None = None  # zone-aware answers: the rate it reads across zones
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,7 @@ class Assignment(_HoldsAssignment):
     overloaded_members: list[str]
     recommended_consumers: int | None
     outputs: Json
+    cross_zone_rate: float | None  # zone-aware answers: the rate read across zones
     group: str | None
     version: int | None
     raw: Json = field(repr=False, compare=False)
@@ -117,6 +124,7 @@ class GroupState(_HoldsAssignment):
     capacity: float
     assignment: dict[str, list[TopicPartition]]
     updated_at: dt.datetime
+    racks: dict[str, str] | None  # the rack each consumer runs in, as the last zone-aware version named them
     raw: Json = field(repr=False, compare=False)
 
 
@@ -132,6 +140,7 @@ class HistoryEntry(Readable):
     updated_at: dt.datetime
     moved_rate: float | None  # None from a service that does not record it
     moves: list[Move] | None  # the largest moves of that rebalance
+    cross_zone_rate: float | None  # zone-aware versions: the rate read across zones
     raw: Json = field(repr=False, compare=False)
 
 

@@ -18,11 +18,18 @@ public final class Api {
 
     public record PartitionRef(@JsonProperty(required = true) String topic, int partition) {}
 
+    /** A partition's rate; its racks (zone-aware requests) are not sent yet. */
     @JsonInclude(JsonInclude.Include.NON_NULL)
+    @JsonIgnoreProperties(value = {"racks"}, ignoreUnknown = true)
     public record PartitionRate(@JsonProperty(required = true) String topic, int partition, double rate, Double lag) {}
 
-    /** A member of its own capacity, in AssignRequest.members; a member sent as a bare id has the request's. */
-    public record SizedMember(@JsonProperty(required = true) String id, double capacity) {}
+    /**
+     * A member of its own capacity, in AssignRequest.members; a member sent as a bare id has the request's. Its rack
+     * (zone-aware requests) is not sent yet.
+     */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    @JsonIgnoreProperties({"rack"})
+    public record SizedMember(@JsonProperty(required = true) String id, Double capacity) {}
 
     /** An item of AssignRequest.members: the bare id of a member without a capacity of its own, else {id, capacity}. */
     public static Object member(String id, Double capacity) {
@@ -34,7 +41,9 @@ public final class Api {
      * {@code members} is a String or a {@link SizedMember} ({@link #member}), as the contract's anyOf allows.
      */
     @JsonInclude(JsonInclude.Include.NON_NULL)
-    @JsonIgnoreProperties({"consumer_throughput", "dry_run", "expected_version", "iteration_s", "rebalance_s"})
+    @JsonIgnoreProperties({
+        "consumer_throughput", "dry_run", "expected_version", "iteration_s", "previous_racks", "rebalance_s"
+    })
     public record AssignRequest(
             @JsonProperty(required = true) String algorithm,
             Double capacity,
@@ -44,7 +53,8 @@ public final class Api {
             Map<String, List<PartitionRef>> previous,
             Map<String, Object> params) {}
 
-    @JsonIgnoreProperties(ignoreUnknown = true)
+    /** A consumer's load; its rack and cross-zone rate (zone-aware answers) are not read yet. */
+    @JsonIgnoreProperties(value = {"rack", "cross_zone_rate"}, ignoreUnknown = true)
     public record ConsumerLoad(
             @JsonProperty(required = true) String id,
             double load,
@@ -67,7 +77,7 @@ public final class Api {
             @JsonProperty(required = true) String consumer) {}
 
     /** The answer of POST /v1/assign, without the delta and the algorithm's outputs, which the assignors do not use. */
-    @JsonIgnoreProperties(value = {"delta", "outputs"}, ignoreUnknown = true)
+    @JsonIgnoreProperties(value = {"delta", "outputs", "cross_zone_rate"}, ignoreUnknown = true)
     public record AssignResponse(
             @JsonProperty(required = true) String algorithm,
             double capacity,
