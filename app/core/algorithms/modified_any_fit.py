@@ -13,11 +13,12 @@ cannot pay for stays on its consumer, above capacity if need be: `outputs.overlo
 are charged in the order the algorithm makes them, so the budget goes to the consumers visited first.
 Partitions of a consumer that is gone must move and are charged even beyond the budget.
 
-Zone mode (a zone-aware request; app/core/bins.py): a previous consumer first lets go of the partitions it reads
-across zones, which join the unassigned set; partitions migrate only into open consumers of their racks, and the
-unassigned set goes to a consumer of their racks (open, else new) before any other. A partition let go of that
-cannot be read in its zone anywhere, or that the budget cannot move, stays where it was. The last step
-(`finish_zoned`) closes consumers and brings partitions into their zones where it can.
+Zone mode (a zone-aware request; app/core/bins.py): partitions migrate only into open consumers of their racks,
+and the unassigned set goes to a consumer of their racks (open, else new) before any other. A previous consumer
+treats the partitions it reads across zones apart: without members it lets go of them (a consumer can be started
+in their zone), and one the budget cannot move stays; with members it keeps them after its others, while they
+fit (moving them where their zone has no room left would only move them). The last step (`finish_zoned`)
+closes consumers and brings partitions into their zones where room is left.
 """
 
 from __future__ import annotations
@@ -57,12 +58,15 @@ def modified_any_fit(problem: Problem, fit: str, sort: str, budget: MigrationBud
         pset = psets[consumer]
         stays = bins.pool.allowed(consumer)  # a consumer that is gone cannot keep anything
         if zones is not None and stays:
-            rack = zones.rack_of(consumer)
-            crossing = [j for j in pset if not zones.local(j, rack)]
+            rack, of_partition = zones.rack_of(consumer), zones.of_partition
+            crossing = [j for j in pset if of_partition[j] and rack not in of_partition[j]]
             if crossing:
-                let_go.update(crossing)
-                unassigned.extend(crossing)
-                pset = [j for j in pset if zones.local(j, rack)]
+                pset = [j for j in pset if not of_partition[j] or rack in of_partition[j]]
+                if problem.members is None:  # a consumer can be started in their zones: they go
+                    let_go.update(crossing)
+                    unassigned.extend(crossing)
+                else:  # kept after the others while they fit; finish_zoned moves them where room is left
+                    pset += crossing
         # lines 6-13: smallest first into open bins, while the budget affords the move
         while pset and (spending.affords(pset[-1]) or not stays) and bins.place_open(pset[-1]):
             spending.spend(pset.pop())
@@ -110,18 +114,17 @@ def modified_any_fit(problem: Problem, fit: str, sort: str, budget: MigrationBud
 
 
 def _place_let_go(bins: Bins, spending: Spending, home: dict[str, int], j: int, was: str) -> None:
-    """Zone mode: a partition its consumer `was` reads across zones goes to a consumer of its racks if there is
-    one and the budget affords the move; else it stays with `was`."""
+    """Zone mode without members: a partition its consumer `was` reads across zones goes to a consumer of its racks
+    (open, else new) if the budget affords the move; else it stays with `was`."""
     target = bins.local_choice(j)
-    if target is not None and spending.affords(j):
+    assert target is not None  # a consumer can always be started in its racks
+    if spending.affords(j):
         bins.put(target if target >= 0 else bins.open_local(j), j)
         spending.spend(j)
         return
-    if target is not None:
-        spending.refuse()
-    stay = home.get(was)
-    if stay is None:
-        stay = home[was] = bins.bin_of[was] if was in bins.bin_of else bins.open(was)
+    spending.refuse()
+    stay = home.get(was, bins.bin_of.get(was, -1))
+    home[was] = stay = stay if stay >= 0 else bins.open(was)
     bins.put(stay, j)
 
 

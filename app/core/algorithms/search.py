@@ -52,6 +52,7 @@ class SearchState:
         if self.zones is not None:
             self.pool = self.zone_pool = ZonePool(problem)
         self.ids: list[str] = []
+        self.tie: list[tuple] = []  # consumer_sort_key of each bin's id
         self.cap: list[float] = []
         self.held: list[list[int]] = []
         self.load: list[float] = []
@@ -79,6 +80,7 @@ class SearchState:
         """A consumer the pool opened, as an empty bin."""
         b = len(self.ids)
         self.ids.append(consumer)
+        self.tie.append(consumer_sort_key(consumer))
         self.cap.append(self.problem.capacity_of(consumer))
         self.held.append([])
         self.load.append(0.0)
@@ -114,7 +116,7 @@ class SearchState:
             if runs is not None:
                 runs.remove(old)
         if self.held[b]:
-            entry = self.slack_entry[b] = (self.load[b] - self.cap[b], consumer_sort_key(self.ids[b]), b)
+            entry = self.slack_entry[b] = (self.load[b] - self.cap[b], self.tie[b], b)
             self.by_slack.add(entry)
             if runs is not None:
                 runs.add(entry)
@@ -122,7 +124,7 @@ class SearchState:
     def index(self) -> None:
         """The consumer indices (and the cross-zone rate) of bins filled directly, all at once: faster than one
         insert per consumer."""
-        entries = [(self.load[b] - self.cap[b], consumer_sort_key(self.ids[b]), b) for b in range(len(self.ids))]
+        entries = [(self.load[b] - self.cap[b], self.tie[b], b) for b in range(len(self.ids))]
         entries = [entry for entry in entries if self.held[entry[2]]]
         self.by_slack = SortedRuns.of(entries)
         self.slack_entry = {entry[2]: entry for entry in entries}
@@ -198,7 +200,7 @@ class SearchState:
         self.work += len(self.ids)
         return sorted(
             (b for b in range(len(self.ids)) if self.held[b]),
-            key=lambda b: (self.load[b] / self.cap[b], consumer_sort_key(self.ids[b])),
+            key=lambda b: (self.load[b] / self.cap[b], self.tie[b]),
         )
 
     def dissolve(self, target: int, _limit: int = 0) -> bool:
@@ -291,18 +293,26 @@ class SearchState:
         give_up = FAILED_CLOSES + 4 * len(self.zones.names if self.zones is not None else ())
         while True:
             failures, before = 0, closed
+            free = self.free_room()
             for target in self.targets():
                 if self.work >= limit or failures >= give_up:
                     break
-                if not self.held[target]:
+                room = max(0.0, self.cap[target] * ROUNDING - self.load[target])
+                if not self.held[target] or self.load[target] > free - room:  # the others cannot hold it
                     continue
                 if self.dissolve(target):
                     closed += 1
                     failures = 0
+                    free = self.free_room()
                 else:
                     failures += 1
             if closed == before or self.work >= limit:
                 return closed
+
+    def free_room(self) -> float:
+        """The capacity left on the open consumers (one unit of work each)."""
+        self.work += len(self.ids)
+        return sum(max(0.0, cap * ROUNDING - load) for cap, load, held in zip(self.cap, self.load, self.held) if held)
 
     def merge(self, limit: int) -> int:
         """One pass of `resolve` over the consumers, least utilised first, each with the consumers of the most room
@@ -313,6 +323,10 @@ class SearchState:
             if self.work >= limit or failures >= FAILED_MERGES:
                 break
             if not self.held[target]:
+                continue
+            bins = self.neighbourhood(target)
+            caps = [self.cap[b] for b in bins]
+            if sum(self.load[b] for b in bins) > (sum(caps) - min(caps)) * ROUNDING:  # no consumer can go
                 continue
             if self.resolve(target, limit):
                 kept += 1
