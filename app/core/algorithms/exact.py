@@ -17,10 +17,16 @@ the first p+1 bins, and bins are used in order. Phase 2 (which consumer) gives t
 previous consumers (or the members) first, fresh ids (ConsumerPool) only when they are all in use, and
 minimizes the migrated rate (Eq. 11), starting from phase 1's packing named by overlap.
 
+Zone-aware requests (`Problem.zones`) get a phase between the two: with phase 1's count of consumers, the
+least cross-zone rate (a partition is local on a consumer whose rack is one of its racks; a member's or previous
+consumer's rack is fixed, a fresh consumer's is chosen with the placement), then phase 3 the least migrated rate
+with no more cross-zone rate than that: consumers, then cross-zone rate, then moved rate, each proven or bounded.
+
 Determinism: one search worker, a fixed seed, and `time_limit_ms` spent as CP-SAT's deterministic time
 (a count of work, about seconds of one current core), so the same input gives the same answer. Phase 1
-may use 60% of it; phase 2 gets what phase 1 left. A wall clock stops each phase at twice its share: only
-on a machine slow or busy enough to reach it can two runs differ.
+may use 60% of it (zone-aware: 40%, and the cross-zone phase half of what is left); the last phase gets what
+the others left. A wall clock stops each phase at twice its share: only on a machine slow or busy enough to
+reach it can two runs differ.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from __future__ import annotations
 import math
 import time
 from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
 from itertools import accumulate, pairwise
 from typing import Any
 
@@ -38,11 +45,13 @@ from app.core.algorithms.any_fit import any_fit
 from app.core.algorithms.naming import candidates, name_by_overlap
 from app.core.algorithms.params import PartitionRef
 from app.core.errors import AssignmentError, ErrorCode
-from app.core.model import Problem, within
+from app.core.model import Problem, sorted_consumers, within
+from app.core.zones import NO_RACK
 
 RESOLUTION = 10**6  # integer units per capacity
 MAX_VARIABLES = 200_000
 PHASE1_SHARE = 0.6
+ZONED_PHASE1_SHARE = 0.4
 
 
 class ExactParams(BaseModel):
@@ -57,12 +66,13 @@ def pack(problem: Problem, params: ExactParams) -> Packing:
     if problem.size == 0:
         return Packing({}, _outputs("OPTIMAL", 0, 0, "OPTIMAL", 0.0, 0.0, [0.0, 0.0], 0))
     sets = _anti_collocation(problem, params)
-    heuristic = any_fit(problem, "best", decreasing=True).assignment  # an upper bound and a first packing
+    guide = any_fit(problem, "best", decreasing=True)  # (zone-aware: in zone mode) an upper bound, a first packing
+    heuristic = guide.assignment
     weight = [math.floor(rate / problem.capacity * RESOLUTION) for rate in problem.rates]
     budget = params.time_limit_ms / 1000
 
     started = time.perf_counter()
-    share = budget * PHASE1_SHARE
+    share = budget * (PHASE1_SHARE if problem.zones is None else ZONED_PHASE1_SHARE)
     if problem.uniform:
         status1, packing, bound1, spent1 = _fewest_consumers(problem, weight, sets, heuristic, share)
         labels, sizes = candidates(problem, len(packing)), None
@@ -71,22 +81,40 @@ def pack(problem: Problem, params: ExactParams) -> Packing:
         status1, packing, bound1, spent1 = _fewest_named(problem, weight, sets, heuristic, labels, share)
         sizes = [problem.capacity_of(c) for c in labels]
     middle = time.perf_counter()
-    status2, assignment, moved, bound2 = _least_migration(
-        problem, weight, sets, packing, labels, sizes, budget - min(spent1, share)
+    left = budget - min(spent1, share)
+    zoned, racks, zone_outputs = None, {}, {}
+    if problem.zones is not None:
+        zoned = _least_cross_zone(problem, weight, sets, packing, labels, sizes, left / 2, None if sets else guide)
+        left -= min(zoned.spent, left / 2)
+        racks = zoned.racks
+        zone_outputs = {
+            "cross_zone": zoned.status,
+            "cross_zone_rate": zoned.cross_zone_rate,
+            "cross_zone_bound": zoned.bound,
+        }
+    status2, assignment, moved, bound2, chosen = _least_migration(
+        problem, weight, sets, packing, labels, sizes, left, zoned
     )
     ended = time.perf_counter()
+    outputs = _outputs(
+        status1,
+        sum(1 for held in packing if held),
+        bound1,
+        status2,
+        moved,
+        bound2,
+        [middle - started, ended - middle],
+        sum(1 for held in heuristic.values() if held),
+    )
+    if zone_outputs:
+        outputs["optimal"] = outputs["optimal"] and zone_outputs["cross_zone"] == "OPTIMAL"
+        outputs["status"]["cross_zone"] = zone_outputs.pop("cross_zone")
+        outputs.update(zone_outputs)
+        racks = chosen or racks
     return Packing(
         {c: sorted(held, key=problem.keys.__getitem__) for c, held in assignment.items()},
-        _outputs(
-            status1,
-            sum(1 for held in packing if held),
-            bound1,
-            status2,
-            moved,
-            bound2,
-            [middle - started, ended - middle],
-            sum(1 for held in heuristic.values() if held),
-        ),
+        outputs,
+        {c: name for c, name in racks.items() if c in assignment},
     )
 
 
@@ -365,6 +393,243 @@ def _split_apart(packing: list[list[int]], sets: list[list[int]]) -> list[list[i
     return result
 
 
+@dataclass
+class ZonePhase:
+    """What the cross-zone phase found: its assignment, the racks of the candidates holding partitions, the local
+    rate (in the weights' units) that phase 3 may not go below, the cross-zone rate and its lower bound (in the
+    rates' unit)."""
+
+    status: str
+    assignment: dict[str, list[int]]
+    racks: dict[str, str]
+    local: int
+    cross_zone_rate: float
+    bound: float
+    spent: float
+
+
+def _fixed_rack(problem: Problem, label: str) -> int | None:
+    """A candidate's rack when it is fixed (a member's, a previous consumer's, NO_RACK where not known); None
+    for a fresh consumer, whose rack the model chooses."""
+    zones = problem.zones
+    assert zones is not None
+    if problem.members is not None or label in problem.previous:
+        return zones.rack_of(label)
+    return None
+
+
+def _zone_terms(problem: Problem, weight: list[int], model: Any, x: dict[tuple[int, int], Any], labels: list[str]):
+    """The local rate as (weight, literal) terms, and each fresh candidate's rack choice z[b, r]: a partition is
+    local on a candidate of a fixed rack among its racks, or on a fresh one whose chosen rack is (y ≤ x, y ≤ Σ z)."""
+    zones = problem.zones
+    assert zones is not None
+    fixed = [_fixed_rack(problem, label) for label in labels]
+    z = {}
+    for b, rack in enumerate(fixed):
+        if rack is None:
+            choice = [model.new_bool_var(f"z{b}_{r}") for r in range(len(zones.names))]
+            model.add_exactly_one(choice)
+            z.update({(b, r): var for r, var in enumerate(choice)})
+    terms: list[tuple[int, Any]] = []
+    y = {}
+    for j, racks in enumerate(zones.of_partition):
+        for b, rack in enumerate(fixed):
+            if rack is None and racks:
+                y[j, b] = model.new_bool_var(f"l{j}_{b}")
+                model.add_implication(y[j, b], x[j, b])
+                model.add(y[j, b] <= sum(z[b, r] for r in racks))
+                terms.append((weight[j], y[j, b]))
+            elif rack is not None and rack != NO_RACK and rack in racks:
+                terms.append((weight[j], x[j, b]))
+    return terms, z, y, fixed
+
+
+def _guided(
+    problem: Problem, guide: Packing | None, labels: list[str], fixed: list[int | None], count: int
+) -> tuple[dict[str, list[int]], dict[str, str]]:
+    """The heuristic's assignment and racks on the candidates, where it has `count` consumers within their
+    capacities (else nothing): a member or previous consumer on itself, the new consumers on the fresh
+    candidates by rack, then id (the order `_in_rack_order` keeps)."""
+    if guide is None or sum(1 for held in guide.assignment.values() if held) != count:
+        return {}, {}
+    zones = problem.zones
+    assert zones is not None
+    rack_of = dict(zip(labels, fixed))
+    consumers = sorted_consumers(c for c, held in guide.assignment.items() if held)
+    own = [c for c in consumers if rack_of.get(c) is not None]
+    new = [c for c in consumers if rack_of.get(c) is None]
+    fresh = [label for label, rack in zip(labels, fixed) if rack is None]
+    if len(new) > len(fresh) or any(c not in rack_of for c in own):
+        return {}, {}
+    new.sort(key=lambda c: zones.rack(guide.racks[c]) if c in guide.racks else len(zones.names))
+    named = {**{c: c for c in own}, **dict(zip(new, fresh))}
+    start = {named[c]: guide.assignment[c] for c in consumers}
+    racks = {named[c]: guide.racks[c] for c in consumers if c in guide.racks}
+    if not _within_capacities(problem, list(start.values()), [problem.capacity_of(c) for c in start]):
+        return {}, {}
+    return start, racks
+
+
+def _zone_hint(
+    problem: Problem,
+    model: Any,
+    z: dict,
+    y: dict,
+    fixed: list[int | None],
+    start: dict[str, list[int]],
+    labels: list[str],
+    racks: dict[str, str],
+) -> None:
+    """Hints for the racks of fresh candidates (as `racks` says, else where most of what they hold is local) and
+    their local literals."""
+    zones = problem.zones
+    assert zones is not None
+    slot = {consumer: b for b, consumer in enumerate(labels)}
+    rack_at: dict[int, int | None] = {b: rack for b, rack in enumerate(fixed) if rack is None}
+    for consumer, held in start.items():
+        b = slot[consumer]
+        if b in rack_at:
+            rack_at[b] = zones.rack(racks[consumer]) if consumer in racks else zones.best_rack(problem.rates, held)
+    for b, rack in rack_at.items():
+        chosen = rack if rack is not None and rack != NO_RACK else 0
+        for r in range(len(zones.names)):
+            model.add_hint(z[b, r], r == chosen)
+    holder = {j: slot[consumer] for consumer, held in start.items() for j in held}
+    for (j, b), var in y.items():
+        rack = rack_at[b]
+        model.add_hint(var, holder.get(j) == b and rack is not None and rack in zones.of_partition[j])
+
+
+def _racks_of(problem: Problem, solver: Any, z: dict, fixed: list[int | None], labels: list[str]) -> dict[str, str]:
+    zones = problem.zones
+    assert zones is not None
+    racks = {}
+    for b, rack in enumerate(fixed):
+        if rack is None:
+            rack = next(r for r in range(len(zones.names)) if solver.value(z[b, r]))
+        if rack != NO_RACK:
+            racks[labels[b]] = zones.names[rack]
+    return racks
+
+
+def _cross_zone_rate(problem: Problem, assignment: dict[str, list[int]], racks: dict[str, str]) -> float:
+    zones = problem.zones
+    assert zones is not None
+    return math.fsum(
+        zones.cross_zone(problem.rates, held, zones.rack(racks[c]) if c in racks else NO_RACK)
+        for c, held in assignment.items()
+    )
+
+
+def _least_cross_zone(
+    problem: Problem,
+    weight: list[int],
+    sets: list[list[int]],
+    packing: list[list[int]],
+    labels: list[str],
+    sizes: list[float] | None,
+    seconds: float,
+    guide: Packing | None = None,
+) -> ZonePhase:
+    """Phase 2 of a zone-aware request: as many consumers as phase 1's packing uses, named from the candidates,
+    the least cross-zone rate; from the zone-aware heuristic's assignment (`guide`) where it has that many
+    consumers, else from phase 1's packing named by overlap."""
+    from ortools.sat.python import cp_model
+
+    zones = problem.zones
+    assert zones is not None
+    count = sum(1 for held in packing if held)
+    slot = {consumer: b for b, consumer in enumerate(labels)}
+    model, x, used = _named_model(problem, weight, sets, labels)
+    model.add(sum(used) == count)
+    terms, z, y, fixed = _zone_terms(problem, weight, model, x, labels)
+    start, guided = _guided(problem, guide, labels, fixed, count)
+    if not start:
+        start = name_by_overlap(problem, packing, labels, sizes)
+    racks = _start_racks(problem, start, guided)
+    groups = _interchangeable(problem, labels, fixed)
+    _in_order(model, used, groups)
+    _in_rack_order(model, z, groups, fixed, len(zones.names))
+    _hint(model, x, used, {(j, slot[consumer]) for consumer, held in start.items() for j in held})
+    _zone_hint(problem, model, z, y, fixed, start, labels, racks)
+    total = sum(weight[j] for j, listed in enumerate(zones.of_partition) if listed)
+    local = _local_units(problem, weight, start, racks)
+    objective = sum(w * var for w, var in terms)
+    model.add(objective >= local)  # no worse than the start (CP-SAT may not follow a hint to its end)
+    model.maximize(objective)
+    solver = _solver(seconds)
+    status = solver.solve(model)
+    unsolved = ZonePhase(
+        solver.status_name(status), start, racks, local, _cross_zone_rate(problem, start, racks), 0.0,
+        solver.deterministic_time,
+    )  # fmt: skip
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):  # the start is an answer too
+        return unsolved
+    assignment: dict[str, list[int]] = {}
+    for (j, b), var in x.items():
+        if solver.value(var):
+            assignment.setdefault(labels[b], []).append(j)
+    racks = _racks_of(problem, solver, z, fixed, labels)
+    if not _within_capacities(problem, list(assignment.values()), [problem.capacity_of(c) for c in assignment]):
+        unsolved.status = "FEASIBLE"
+        return unsolved
+    local = round(solver.objective_value)
+    bound = max(0, total - math.floor(solver.best_objective_bound + 1e-9)) * problem.capacity / RESOLUTION
+    proven = status == cp_model.OPTIMAL
+    return ZonePhase(
+        "OPTIMAL" if proven else "FEASIBLE",
+        assignment,
+        racks,
+        local,
+        _cross_zone_rate(problem, assignment, racks),
+        bound,
+        solver.deterministic_time,
+    )
+
+
+def _start_racks(problem: Problem, start: dict[str, list[int]], given: dict[str, str]) -> dict[str, str]:
+    """The racks of the start's consumers: fixed ones as known, fresh ones as `given` (the heuristic's), else
+    where most of what they hold is local."""
+    zones = problem.zones
+    assert zones is not None
+    racks = {}
+    for consumer, held in start.items():
+        fixed = _fixed_rack(problem, consumer)
+        rack = zones.rack(given[consumer]) if consumer in given else zones.best_rack(problem.rates, held)
+        if fixed is not None:
+            rack = fixed
+        if rack != NO_RACK:
+            racks[consumer] = zones.names[rack]
+    return racks
+
+
+def _local_units(problem: Problem, weight: list[int], assignment: dict[str, list[int]], racks: dict[str, str]) -> int:
+    """The local rate of an assignment, in the weights' units."""
+    zones = problem.zones
+    assert zones is not None
+    return sum(
+        weight[j] for c, held in assignment.items() if c in racks for j in held if zones.local(j, zones.rack(racks[c]))
+    )
+
+
+def _in_rack_order(model: Any, z: dict, groups: list[list[int]], fixed: list[int | None], racks: int) -> None:
+    """Fresh candidates of one group (interchangeable but for the rack they get) take their racks in order."""
+    for group in groups:
+        fresh = [b for b in group if fixed[b] is None]
+        for a, b in pairwise(fresh):
+            model.add(sum(r * z[a, r] for r in range(racks)) <= sum(r * z[b, r] for r in range(racks)))
+
+
+def _interchangeable(problem: Problem, labels: list[str], fixed: list[int | None]) -> list[list[int]]:
+    """Zone-aware: candidates that held nothing and have the same capacity and rack (or a rack still to choose),
+    each group in id order."""
+    groups: dict[tuple[float, int | None], list[int]] = {}
+    for b, label in enumerate(labels):
+        if not problem.previous_indices.get(label):
+            groups.setdefault((problem.capacity_of(label), fixed[b]), []).append(b)
+    return list(groups.values())
+
+
 def _least_migration(
     problem: Problem,
     weight: list[int],
@@ -373,44 +638,70 @@ def _least_migration(
     labels: list[str],
     sizes: list[float] | None,
     seconds: float,
-) -> tuple[str, dict[str, list[int]], float, float]:
-    """Phase 2: as many consumers as phase 1's packing uses, named from the candidates `labels`, the
-    least migrated rate (Rscore · C in units of C): (status, assignment, migrated rate over C, its lower
-    bound). `sizes`: the capacity each bin of the packing was packed for (None: all C)."""
+    zoned: ZonePhase | None = None,
+) -> tuple[str, dict[str, list[int]], float, float, dict[str, str]]:
+    """The last phase: as many consumers as phase 1's packing uses, named from the candidates `labels`, the
+    least migrated rate (Rscore · C in units of C) — zone-aware (`zoned`), with no less local rate than the
+    cross-zone phase found: (status, assignment, migrated rate over C, its lower bound, the consumers' racks
+    (zone-aware)). `sizes`: the capacity each bin of the packing was packed for (None: all C)."""
     from ortools.sat.python import cp_model
 
     count = sum(1 for held in packing if held)
     owner = problem.previous_owner
     slot = {consumer: b for b, consumer in enumerate(labels)}
-    start = name_by_overlap(problem, packing, labels, sizes)
+    start = name_by_overlap(problem, packing, labels, sizes) if zoned is None else zoned.assignment
     movable = sum(weight[j] for j in range(problem.size) if owner[j] is not None)
 
     def moved_by(assignment: dict[str, list[int]]) -> float:
         return (movable - sum(weight[j] for c, held in assignment.items() for j in held if owner[j] == c)) / RESOLUTION
 
+    racks = {} if zoned is None else zoned.racks
     if not any(consumer in slot for consumer in owner):  # nothing can stay: every naming is as good
-        return "OPTIMAL", start, movable / RESOLUTION, movable / RESOLUTION
+        return "OPTIMAL", start, movable / RESOLUTION, movable / RESOLUTION, racks
     model, x, used = _named_model(problem, weight, sets, labels)
     model.add(sum(used) == count)
-    clean = [b for b, consumer in enumerate(labels) if not problem.previous_indices.get(consumer)]
-    _in_order(model, used, _same_size(problem, labels, clean))  # ids that held nothing are interchangeable
+    if zoned is None:
+        clean = [b for b, consumer in enumerate(labels) if not problem.previous_indices.get(consumer)]
+        _in_order(model, used, _same_size(problem, labels, clean))  # ids that held nothing are interchangeable
+    else:
+        terms, z, y, fixed = _zone_terms(problem, weight, model, x, labels)
+        groups = _interchangeable(problem, labels, fixed)
+        _in_order(model, used, groups)
+        _in_rack_order(model, z, groups, fixed, len(problem.zones.names))  # type: ignore[union-attr]
+        model.add(sum(w * var for w, var in terms) >= zoned.local)
+        zones = problem.zones
+        assert zones is not None
+        chosen_racks = {c: zones.rack(name) for c, name in zoned.racks.items()}
+        for (b, r), var in z.items():
+            model.add_hint(var, chosen_racks.get(labels[b], 0) == r)
+        holder = {j: slot[c] for c, held in start.items() for j in held}
+        for (j, b), var in y.items():
+            model.add_hint(var, holder.get(j) == b and chosen_racks.get(labels[b], NO_RACK) in zones.of_partition[j])
     _hint(model, x, used, {(j, slot[consumer]) for consumer, held in start.items() for j in held})
     kept = [(weight[j], x[j, slot[c]]) for j, c in enumerate(owner) if c is not None and c in slot]
     model.minimize(movable - sum(w * var for w, var in kept))  # Eq. 11 times C
     solver = _solver(seconds)
     status = solver.solve(model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):  # the named phase 1 packing is an answer too
-        return solver.status_name(status), start, moved_by(start), 0.0
+        return solver.status_name(status), start, moved_by(start), 0.0, racks
     assignment: dict[str, list[int]] = {}
     for (j, b), var in x.items():
         if solver.value(var):
             assignment.setdefault(labels[b], []).append(j)
     bound = max(0, math.ceil(solver.best_objective_bound - 1e-9))
     if not _within_capacities(problem, list(assignment.values()), [problem.capacity_of(c) for c in assignment]):
-        return "FEASIBLE", start, moved_by(start), bound / RESOLUTION
+        return "FEASIBLE", start, moved_by(start), bound / RESOLUTION, racks
+    if zoned is not None:
+        racks = _racks_of(problem, solver, z, fixed, labels)
     moved = round(solver.objective_value)
     proven = status == cp_model.OPTIMAL or moved <= bound
-    return "OPTIMAL" if proven else "FEASIBLE", assignment, moved / RESOLUTION, min(bound, moved) / RESOLUTION
+    return (
+        "OPTIMAL" if proven else "FEASIBLE",
+        assignment,
+        moved / RESOLUTION,
+        min(bound, moved) / RESOLUTION,
+        racks,
+    )
 
 
 register(

@@ -61,6 +61,7 @@ class SearchState:
         self.owner: list[int] = [-1] * problem.size  # partition → its bin
         self.previous_bin: list[int] = [-1] * problem.size  # partition → its previous consumer's bin, if open
         self.cross = 0.0  # the rate read across zones (zone mode)
+        self.idle: set[int] = set()  # consumers emptied by the search
         self.work = 0  # search work done
         self.by_slack = SortedRuns()  # non-empty consumers by (−remaining capacity, id, bin)
         self.slack_entry: dict[int, tuple] = {}
@@ -93,6 +94,7 @@ class SearchState:
         return self.zones.local(j, self.rack[b])  # type: ignore[union-attr]
 
     def put(self, b: int, j: int) -> None:
+        self.idle.discard(b)
         self.held[b].append(j)
         self.load[b] += self.rates[j]
         self.owner[j] = b
@@ -102,6 +104,8 @@ class SearchState:
 
     def take(self, b: int, j: int) -> None:
         self.held[b].remove(j)
+        if not self.held[b]:
+            self.idle.add(b)
         self.load[b] -= self.rates[j]
         self.owner[j] = -1
         if self.zones is not None and not self.local(j, b):
@@ -267,7 +271,12 @@ class SearchState:
         return False
 
     def resolve(self, target: int, limit: int) -> bool:
-        spent, better = Neighbourhood(self, self.neighbourhood(target)).solve(min(self.nodes, limit - self.work))
+        return self.improve(self.neighbourhood(target), limit)
+
+    def improve(self, bins: list[int], limit: int) -> bool:
+        """Re-place the partitions of `bins` among them exactly (`Neighbourhood`); whether a better placement was
+        kept."""
+        spent, better = Neighbourhood(self, bins).solve(min(self.nodes, limit - self.work))
         self.work += spent
         if better is None:
             return False
@@ -362,8 +371,9 @@ class SearchState:
     def localize(self, limit: int) -> int:
         """Zone mode: each partition read across zones, largest first, moves to a consumer of its racks with room
         (its previous one first) or swaps with a partition of one of the SWAP_TRIES such consumers with the most
-        room, whichever lowers Z·cross-zone rate + moved rate the most, within the budget; passes until one keeps
-        nothing or `limit` units of work are spent. Returns the steps kept."""
+        room, whichever lowers Z·cross-zone rate + moved rate the most, within the budget; where neither does,
+        its consumer and the k − 1 of those with the most room are re-placed exactly (`improve`). Passes until
+        one keeps nothing or `limit` units of work are spent. Returns the steps kept."""
         zones = self.zones
         if zones is None:
             return 0
@@ -375,7 +385,7 @@ class SearchState:
             for j in self.problem.decreasing(crossing):
                 if self.work >= limit:
                     break
-                if not self.local(j, self.owner[j]) and self._localize(j):
+                if not self.local(j, self.owner[j]) and self._localize(j, limit):
                     kept += 1
             if kept == before:
                 break
@@ -386,7 +396,7 @@ class SearchState:
         zone = self.zone_weight * self.rates[j] * (self.local(j, b) - self.local(j, a))
         return zone - self.rates[j] * (self.cost(j, b) - self.cost(j, a))
 
-    def _localize(self, j: int) -> bool:
+    def _localize(self, j: int, limit: int) -> bool:
         rates, a = self.rates, self.owner[j]
         home = self.previous_bin[j]
         b = home if home >= 0 and home != a and self.local(j, home) and self.fits(home, j) else self.best_fit_local(j)
@@ -410,8 +420,12 @@ class SearchState:
                 gain = self._gain(j, a, other) + self._gain(y, other, a)
                 if gain > best:
                     best, step = gain, (other, y)
-        if step is None:
-            return False
+        if step is None:  # its consumer, an idle one of its racks and those of its racks with the most room
+            bins = [a, *dict.fromkeys(b for b in tries if b != a)][: self.k - 1]
+            idle = self.idle_in(racks)
+            if idle >= 0:
+                bins.append(idle)
+            return len(bins) > 1 and self.improve(bins, limit)
         b, y = step
         before = self.spending.rate, self.spending.moves, self.cross
         if y >= 0:
@@ -430,6 +444,19 @@ class SearchState:
             self.move(j, a)
         self.spending.rate, self.spending.moves, self.cross = before
         return False
+
+    def idle_in(self, racks: tuple[int, ...]) -> int:
+        """Zone mode: an empty consumer in one of `racks` (one closed before, else one the pool opens there), or −1:
+        with it a neighbourhood can trade the consumer it closes for one of another zone."""
+        for b in sorted(self.idle):
+            if self.rack[b] in racks:
+                return b
+        consumer = self.zone_pool.open_for(racks)
+        if consumer is None:
+            return -1
+        b = self.add(consumer)
+        self.idle.add(b)
+        return b
 
     def assignment(self) -> dict[str, list[int]]:
         keys = self.problem.keys
