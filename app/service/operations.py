@@ -184,7 +184,9 @@ class OperationsService:
 
         def size(name: str) -> ReferenceComputation:
             request = AssignRequest(algorithm=name, dry_run=True)
-            return ReferenceComputation(request, partitions, stored.assignment, stored.capacity)
+            return ReferenceComputation(
+                request, partitions, stored.assignment, stored.capacity, stored_racks=stored.racks or {}
+            )
 
         try:
             outcome = await self.assigner.compute(size(algorithm))

@@ -132,6 +132,31 @@ def test_group_page_shows_the_last_rebalances_moves_and_delta(live_service, page
     shot(page, "group-moves")
 
 
+def test_group_page_shows_each_consumers_rack_and_the_cross_zone_rate(live_service, page):
+    group = "zoned"
+    racks = ("eu-1a", "eu-1b", "eu-1c")
+    with httpx.Client(base_url=live_service.url, timeout=10) as client:
+        for rates in ([60, 60, 60, 30], [60, 60, 60, 50]):  # t/3 (eu-1a) no longer fits beside t/0 in eu-1a
+            body = {
+                "partitions": [
+                    {"topic": "t", "partition": p, "rate": r, "racks": [racks[p % 3]]} for p, r in enumerate(rates)
+                ]
+            }
+            client.put(
+                f"/v1/groups/{group}/rates", json={**body, "window_end": "2026-11-25T08:00:00Z"}
+            ).raise_for_status()
+            client.post("/v1/assign", json={"algorithm": "mwf", "group": group, "capacity": 100}).raise_for_status()
+        state = client.get(f"/v1/groups/{group}").json()
+        last = client.get(f"/v1/groups/{group}/history").json()["versions"][0]
+    page.goto(f"{live_service.url}/ui#/group/{group}")
+    names = page.locator(".consumer .name")
+    expect(names).to_have_count(len(state["assignment"]))
+    assert sorted(names.all_inner_texts()) == sorted(f"{c} · {state['racks'][c]}" for c in state["assignment"])
+    expect(page.locator("#last-rebalance .facts")).to_contain_text(f"cross-zone rate{last['cross_zone_rate']:g}")
+    expect(page.locator("#history canvas")).to_have_count(4)  # and the cross-zone rate per version
+    shot(page, "group-zones")
+
+
 def test_what_if_runs_the_registrys_algorithms(seeded, page):
     """The what-if offers every algorithm of GET /v1/algorithms and runs, unless unchecked, those whose every
     parameter has a stated default (the rest want more than a group stores); each row is that algorithm's dry run."""

@@ -8,12 +8,14 @@ import logging
 import uuid
 
 import pytest
+from aiokafka.cluster import ClusterMetadata
 from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberAssignment,
     ConsumerProtocolMemberMetadata,
 )
-from groupfit_client import GroupfitClient, PartitionRate
-from groupfit_client.assignor import groupfit_assignor, sticky_fallback
+from aiokafka.protocol.metadata import MetadataResponse_v1
+from groupfit_client import GroupfitClient, PartitionRate, TopicPartition
+from groupfit_client.assignor import groupfit_assignor, partition_racks, sticky_fallback
 
 RATES = {0: 70.0, 1: 50.0, 2: 30.0, 3: 20.0, 4: 10.0, 5: 10.0}
 
@@ -29,13 +31,14 @@ class Cluster:
 
 
 def member(
-    identity: str, capacity: float | None = None, owned: list | None = None, generation: int = -1
+    identity: str, capacity: float | None = None, owned: list | None = None, generation: int = -1, rack: str = ""
 ) -> ConsumerProtocolMemberMetadata:
     data = {
         "id": identity,
         "owned": owned or [],
         "generation": generation,
         **({"capacity": capacity} if capacity else {}),
+        **({"rack": rack} if rack else {}),
     }
     return ConsumerProtocolMemberMetadata(0, ["t"], json.dumps(data).encode())
 
@@ -141,3 +144,46 @@ def test_sticky_fallback_keeps_last_owners_and_balances():
     owner = sticky_fallback(["a", "b"], partitions, last)
     assert sorted(list(owner.values()).count(m) for m in "ab") == [2, 3]
     assert owner["t", 0] == "a" and owner["t", 3] == "b"
+
+
+def racked_cluster() -> ClusterMetadata:
+    """aiokafka's own cluster metadata, as a broker's MetadataResponse (v1: brokers with racks) fills it: three
+    brokers in three racks; t/p led by broker p % 3, its followers the next two (t/5: one follower only)."""
+    brokers = [(b, "localhost", 9092 + b, ("eu-1a", "eu-1b", "eu-1c")[b]) for b in range(3)]
+    replicas = {p: [p % 3, (p + 1) % 3, (p + 2) % 3][: 2 if p == 5 else 3] for p in range(6)}
+    topic = (0, "t", False, [(0, p, held[0], held, held) for p, held in replicas.items()])
+    cluster = ClusterMetadata()
+    cluster.update_metadata(MetadataResponse_v1(brokers, 0, [topic]))
+    return cluster
+
+
+def test_partition_racks_are_the_leaders_or_every_replicas():
+    cluster, partitions = racked_cluster(), [TopicPartition("t", p) for p in range(6)]
+    leaders = partition_racks(cluster, partitions, replicas=False)
+    assert leaders == {TopicPartition("t", p): [("eu-1a", "eu-1b", "eu-1c")[p % 3]] for p in range(6)}
+    followers = partition_racks(cluster, partitions, replicas=True)
+    assert followers[TopicPartition("t", 0)] == ["eu-1a", "eu-1b", "eu-1c"]
+    assert followers[TopicPartition("t", 5)] == ["eu-1a", "eu-1c"]  # led by broker 2, followed by broker 0
+
+
+def test_the_leader_sends_members_racks_and_each_partitions_leader_rack(live_service, group):
+    """Members in the three racks, partitions led in each, 90 of rate per rack (three members are needed):
+    groupfit keeps every read in its zone, and the racks are stored with the group's version."""
+    zoned = {0: 70.0, 1: 50.0, 2: 60.0, 3: 20.0, 4: 40.0, 5: 30.0}
+    rates = lambda partitions: {tp: zoned[tp.partition] for tp in partitions}  # noqa: E731
+    assignor = groupfit_assignor(live_service.url, group, "a", capacity=100, rates=rates, rack="eu-1a")
+    assert json.loads(assignor.metadata({"t"}).user_data)["rack"] == "eu-1a"
+    members = {"m1": member("a", rack="eu-1a"), "m2": member("b", rack="eu-1b"), "m3": member("c", rack="eu-1c")}
+    result = held(assignor.assign(racked_cluster(), members))
+    assert assignor.last_source == "service"
+    assert result == {"m1": {0, 3}, "m2": {1, 4}, "m3": {2, 5}}
+    stored = GroupfitClient(live_service.url).group(group)
+    assert stored.racks == {"a": "eu-1a", "b": "eu-1b", "c": "eu-1c"}
+    assert GroupfitClient(live_service.url).history(group)[0].cross_zone_rate == 0
+
+
+def test_without_member_racks_the_request_names_none(live_service, group):
+    assignor = groupfit_assignor(live_service.url, group, "a", capacity=100)
+    assignor.assign(racked_cluster(), {"m1": member("a"), "m2": member("b"), "m3": member("c")})
+    assert assignor.last_source == "service"
+    assert GroupfitClient(live_service.url).group(group).racks is None

@@ -162,11 +162,12 @@ function consumerBars(state, rates) {
     const label = el("div", {}, `${fmt(row.load)} / ${fmt(state.capacity)} (${fmt((100 * row.load) / state.capacity, 0)} %) `);
     if (row.overloaded) label.append(el("span", { class: "badge overloaded", text: "overloaded" }));
     const partitions = row.partitions.map((p) => `${p.topic}/${p.partition} (${fmt(rateOf.get(`${p.topic}\u0000${p.partition}`))})`).join(", ");
+    const rack = state.racks ? state.racks[row.consumer] : undefined;
     list.append(
       el(
         "div",
         { class: "consumer" + (row.overloaded ? " overloaded" : ""), "data-consumer": row.consumer },
-        el("div", { class: "name", text: row.consumer }),
+        el("div", { class: "name", text: rack ? `${row.consumer} · ${rack}` : row.consumer }),
         el("div", { class: "track" }, fill, mark),
         label,
         el("div", { class: "partitions", text: partitions || "no partitions" }),
@@ -188,6 +189,7 @@ function lastRebalance(entry) {
         ["Rscore", fmt(entry.rscore, 3)],
         ["moves", entry.moves_count],
         ["moved rate", fmt(entry.moved_rate)],
+        ...(entry.cross_zone_rate === undefined ? [] : [["cross-zone rate", fmt(entry.cross_zone_rate)]]),
         ["at", entry.updated_at],
       ].map(([k, v]) => el("div", {}, el("span", {}, k), fmt(v))),
     ),
@@ -297,6 +299,9 @@ async function groupView(group) {
           chart("Consumers per version", "version", "consumers", xs, [{ label: "consumers", values: versions.map((v) => v.consumer_count) }]),
           chart("Rscore per version", "version", "Rscore", xs, [{ label: "Rscore", values: versions.map((v) => v.rscore) }]),
           chart("Moved rate per version", "version", "rate moved", xs, [{ label: "moved rate", values: versions.map((v) => v.moved_rate ?? null) }]),
+          ...(versions.some((v) => v.cross_zone_rate !== undefined)
+            ? [chart("Cross-zone rate per version", "version", "rate across zones", xs, [{ label: "cross-zone rate", values: versions.map((v) => v.cross_zone_rate ?? null) }])]
+            : []),
         ),
       ),
     );
