@@ -82,9 +82,10 @@ def pack(problem: Problem, params: ExactParams) -> Packing:
         sizes = [problem.capacity_of(c) for c in labels]
     middle = time.perf_counter()
     left = budget - min(spent1, share)
+    first = Phase1(packing, labels, sizes)
     zoned, racks, zone_outputs = None, {}, {}
     if problem.zones is not None:
-        zoned = _least_cross_zone(problem, weight, sets, packing, labels, sizes, left / 2, None if sets else guide)
+        zoned = _least_cross_zone(problem, weight, sets, first, left / 2, None if sets else guide)
         left -= min(zoned.spent, left / 2)
         racks = zoned.racks
         zone_outputs = {
@@ -92,9 +93,7 @@ def pack(problem: Problem, params: ExactParams) -> Packing:
             "cross_zone_rate": zoned.cross_zone_rate,
             "cross_zone_bound": zoned.bound,
         }
-    status2, assignment, moved, bound2, chosen = _least_migration(
-        problem, weight, sets, packing, labels, sizes, left, zoned
-    )
+    status2, assignment, moved, bound2, chosen = _least_migration(problem, weight, sets, first, left, zoned)
     ended = time.perf_counter()
     outputs = _outputs(
         status1,
@@ -521,15 +520,18 @@ def _cross_zone_rate(problem: Problem, assignment: dict[str, list[int]], racks: 
     )
 
 
+@dataclass(frozen=True)
+class Phase1:
+    """Phase 1's packing, the candidates the later phases name its bins from, and the capacity each bin was
+    packed for (None: all C)."""
+
+    packing: list[list[int]]
+    labels: list[str]
+    sizes: list[float] | None
+
+
 def _least_cross_zone(
-    problem: Problem,
-    weight: list[int],
-    sets: list[list[int]],
-    packing: list[list[int]],
-    labels: list[str],
-    sizes: list[float] | None,
-    seconds: float,
-    guide: Packing | None = None,
+    problem: Problem, weight: list[int], sets: list[list[int]], first: Phase1, seconds: float, guide: Packing | None
 ) -> ZonePhase:
     """Phase 2 of a zone-aware request: as many consumers as phase 1's packing uses, named from the candidates,
     the least cross-zone rate; from the zone-aware heuristic's assignment (`guide`) where it has that many
@@ -538,6 +540,7 @@ def _least_cross_zone(
 
     zones = problem.zones
     assert zones is not None
+    packing, labels = first.packing, first.labels
     count = sum(1 for held in packing if held)
     slot = {consumer: b for b, consumer in enumerate(labels)}
     model, x, used = _named_model(problem, weight, sets, labels)
@@ -545,7 +548,7 @@ def _least_cross_zone(
     terms, z, y, fixed = _zone_terms(problem, weight, model, x, labels)
     start, guided = _guided(problem, guide, labels, fixed, count)
     if not start:
-        start = name_by_overlap(problem, packing, labels, sizes)
+        start = name_by_overlap(problem, packing, labels, first.sizes)
     racks = _start_racks(problem, start, guided)
     groups = _interchangeable(problem, labels, fixed)
     _in_order(model, used, groups)
@@ -631,21 +634,14 @@ def _interchangeable(problem: Problem, labels: list[str], fixed: list[int | None
 
 
 def _least_migration(
-    problem: Problem,
-    weight: list[int],
-    sets: list[list[int]],
-    packing: list[list[int]],
-    labels: list[str],
-    sizes: list[float] | None,
-    seconds: float,
-    zoned: ZonePhase | None = None,
+    problem: Problem, weight: list[int], sets: list[list[int]], first: Phase1, seconds: float, zoned: ZonePhase | None
 ) -> tuple[str, dict[str, list[int]], float, float, dict[str, str]]:
-    """The last phase: as many consumers as phase 1's packing uses, named from the candidates `labels`, the
-    least migrated rate (Rscore · C in units of C) — zone-aware (`zoned`), with no less local rate than the
-    cross-zone phase found: (status, assignment, migrated rate over C, its lower bound, the consumers' racks
-    (zone-aware)). `sizes`: the capacity each bin of the packing was packed for (None: all C)."""
+    """The last phase: as many consumers as phase 1's packing uses, named from the candidates, the least migrated
+    rate (Rscore · C in units of C) — zone-aware (`zoned`), with no less local rate than the cross-zone phase
+    found: (status, assignment, migrated rate over C, its lower bound, the consumers' racks (zone-aware))."""
     from ortools.sat.python import cp_model
 
+    packing, labels, sizes = first.packing, first.labels, first.sizes
     count = sum(1 for held in packing if held)
     owner = problem.previous_owner
     slot = {consumer: b for b, consumer in enumerate(labels)}

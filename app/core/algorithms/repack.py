@@ -24,6 +24,11 @@ examined for ejection, consumers ranked; `time_limit_ms` × WORK_PER_MS), not wa
 input gives the same answer on any machine. The repair and placement before the search are not counted: they
 take time linear in the partitions (plus a sort).
 
+Zone-aware requests (`Problem.zones`): the objective is W·consumers + Z·cross-zone rate / C + Rscore
+(`zone_weight` Z); the placement of step 2 takes a consumer of the partition's racks first (Best Fit among
+them, else a new one there), and each pass of the search also brings partitions read across zones into their
+zone (`SearchState.localize`). The search state and its steps are app/core/algorithms/search.py's.
+
 Budget (`max_rscore`, `max_moves`): the Rscore and moves of the answer never exceed the caps (except for
 the partitions of consumers that are gone, which must move and are charged first). Repairs are paid first,
 consumers in id order; the search spends what is left, only on steps that lower the objective. A consumer

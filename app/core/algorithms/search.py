@@ -428,22 +428,20 @@ class SearchState:
             return len(bins) > 1 and self.improve(bins, limit)
         b, y = step
         before = self.spending.rate, self.spending.moves, self.cross
-        if y >= 0:
-            self.move(y, -1)
-            self.move(j, b)
-            self.move(y, a)
-        else:
-            self.move(j, b)
+        self._exchange(j, b, y, a)
         if self.spending.within() or (self.spending.moves <= before[1] and self.spending.rate <= before[0]):
             return True
-        if y >= 0:
-            self.move(y, -1)
-            self.move(j, a)
-            self.move(y, b)
-        else:
-            self.move(j, a)
+        self._exchange(j, a, y, b)  # undone
         self.spending.rate, self.spending.moves, self.cross = before
         return False
+
+    def _exchange(self, j: int, to_j: int, y: int, to_y: int) -> None:
+        """j to bin `to_j` and, unless y is −1, y to bin `to_y` (y out first, so each finds its room)."""
+        if y >= 0:
+            self.move(y, -1)
+        self.move(j, to_j)
+        if y >= 0:
+            self.move(y, to_y)
 
     def idle_in(self, racks: tuple[int, ...]) -> int:
         """Zone mode: an empty consumer in one of `racks` (one closed before, else one the pool opens there), or −1:

@@ -15,7 +15,7 @@ from app.core.algorithm import algorithms, get_algorithm
 from app.core.assign import Outcome, solve, zone_report
 from app.core.errors import AssignmentError
 from app.core.model import MAX_PARTITION_RACKS, Problem, build_problem
-from tests.unit.core.test_properties import NEEDS_PARAMETERS, check_invariants
+from tests.unit.core.test_properties import NEEDS_PARAMETERS, check_invariants, instances
 
 RACKS = ("a", "b", "c")
 ZONE_AWARE = ("bf", "wf", "bfd", "wfd", "mwf", "mbf", "mwfp", "mbfp", "repack", "exact")
@@ -72,29 +72,20 @@ def test_bad_racks_are_refused_by_the_model(racks, consumer_racks, members, says
 
 @st.composite
 def zone_instances(draw, with_members: bool):
-    """Partitions with one to three racks (or none), a previous assignment (some consumers with racks), and
-    members spread over the racks (some without one)."""
-    n = draw(st.integers(1, 30))
-    capacity = draw(st.sampled_from([10.0, 100.0]))
-    rates = draw(st.lists(st.floats(0, capacity * 1.2, allow_nan=False), min_size=n, max_size=n))
-    keys = [("t", j) for j in range(n)]
-    racks = [draw(st.lists(st.sampled_from(RACKS), max_size=3)) for _ in keys]
-    if not any(racks):
-        racks[0] = ["a"]
-    consumers = ["c0", "c1", "c3", "x"]
-    previous: dict[str, list] = {}
-    for key in keys:
-        if draw(st.booleans()):
-            previous.setdefault(draw(st.sampled_from(consumers)), []).append(key)
-    members = None
-    if with_members:
-        members = draw(
-            st.lists(st.sampled_from(["m1", "m2", "m3", "m4", "x", "c1"]), min_size=1, max_size=5, unique=True)
-        )
-        known = {m: draw(st.sampled_from(RACKS)) for m in members if draw(st.booleans())} or {members[0]: "a"}
-    else:
-        known = {c: draw(st.sampled_from(RACKS)) for c in previous if draw(st.booleans())}
-    return build_problem(keys, rates, None, capacity, previous, members, None, racks=racks, consumer_racks=known)
+    """test_properties' instances with racks: partitions with one to three racks (or none), some previous
+    consumers or members with a rack."""
+    plain = draw(instances(with_members))
+    if not plain.size:
+        plain = build_problem([("t", 0)], [1.0], None, plain.capacity, {}, plain.members)
+    racks = [draw(st.lists(st.sampled_from(RACKS), max_size=3)) for _ in plain.keys]
+    racks[0] = racks[0] or ["a"]
+    consumers = plain.members if plain.members is not None else list(plain.previous)
+    known = {c: draw(st.sampled_from(RACKS)) for c in consumers if draw(st.booleans())}
+    if plain.members is not None and not known:
+        known = {plain.members[0]: "a"}
+    return build_problem(
+        plain.keys, plain.rates, None, plain.capacity, plain.previous, plain.members, racks=racks, consumer_racks=known
+    )
 
 
 def runnable() -> list[str]:
