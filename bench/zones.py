@@ -11,8 +11,8 @@ them); a consumer reads a partition within its zone from its leader's rack (fetc
   local, which is what an autoscaler told nothing better would do);
 - members: a fixed group spread over the zones, capacity 1.25 × the stream's largest total rate, either even
   (each zone a third) or uneven (the third zone half the capacity of each other one, so it lacks capacity for
-  its leaders' rate: `bound` is the least cross-zone rate that leaves, the rate of each zone's leaders beyond
-  its members' capacity).
+  its leaders' rate: `bound`, fetching from the leader, is the least cross-zone rate that leaves, the rate of
+  each zone's leaders beyond its members' capacity).
 
 Granularity: `paper` rates are U[0, 1]·C per partition as in the paper (two partitions per consumer), `fine`
 ones U[0, 0.1]·C (about twenty). Rack-unaware MWF is the baseline of the × columns; the cross-zone rate (of the
@@ -116,24 +116,14 @@ def replay(
         known = members if members is not None else previous_racks
         ids = None if members is None else list(members)
 
-        def problem(with_racks: bool):
-            return build_problem(
-                keys,
-                rates,
-                None,
-                capacity,
-                previous,
-                ids,
-                None,
-                racks=racks if with_racks else None,
-                consumer_racks=known if with_racks else None,
-            )
-
-        solved = problem(zoned)
+        zoned_problem = build_problem(
+            keys, rates, None, capacity, previous, ids, None, racks=racks, consumer_racks=known
+        )
+        solved = zoned_problem if zoned else build_problem(keys, rates, None, capacity, previous, ids)
         started = time.perf_counter()
         outcome = solve(solved, spec, params)
         run.seconds.append(time.perf_counter() - started)
-        report = outcome.zones if zoned else zone_report(problem(True), outcome.assignment, {})
+        report = outcome.zones if zoned else zone_report(zoned_problem, outcome.assignment, {})
         assert report is not None
         total = math.fsum(rates)
         run.consumers.append(outcome.consumer_count)
@@ -142,7 +132,7 @@ def replay(
         run.overloaded.append(
             sum(1 for c, held in outcome.assignment.items() if len(held) > 1 and outcome.loads[c] > capacity * 1.000001)
         )
-        if members is not None:
+        if members is not None and all(len(listed) == 1 for listed in racks):  # (a flow bound otherwise)
             load: dict[str, float] = {}
             for key, rate in zip(keys, rates):
                 load[racks_of[key][0]] = load.get(racks_of[key][0], 0.0) + rate
@@ -184,13 +174,16 @@ def main() -> None:
                 run = replay(stream, racks_of, algorithm, zoned, capacity, members)
                 baseline = baseline or run
                 consumers, rscore = statistics.fmean(run.consumers), statistics.fmean(run.rscore[1:])
-                base_consumers, base_rscore = statistics.fmean(baseline.consumers), statistics.fmean(baseline.rscore[1:])
+                base_consumers, base_rscore = (
+                    statistics.fmean(baseline.consumers),
+                    statistics.fmean(baseline.rscore[1:]),
+                )
                 cross = run.cross[1:] or run.cross
                 print(
                     f"{n:>10} {scenario:<22} {algorithm + (' zones' if zoned else ''):<12} {consumers:>9.1f} "
                     f"{consumers / base_consumers:>6.3f} {rscore:>7.2f} {rscore / base_rscore if base_rscore else 0:>6.2f} "
                     f"{100 * statistics.fmean(cross):>9.2f}% {100 * max(cross):>5.1f}% "
-                    f"{100 * statistics.fmean(run.bound) if run.bound else 0:>5.1f}% {max(run.overloaded):>5} "
+                    f"{f'{100 * statistics.fmean(run.bound):.1f}%' if run.bound else '-':>6} {max(run.overloaded):>5} "
                     f"{1000 * statistics.fmean(run.seconds):>8.1f}",
                     flush=True,
                 )
