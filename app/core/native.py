@@ -61,8 +61,8 @@ def valid(keys: list[PartitionKey], rates: list[Any], lags: list[Any], previous:
 
 def solve(problem: Problem, name: str, params: BaseModel | None) -> tuple[Any, ...] | None:
     """The compiled outcome's parts (see app.core.assign.solve), or None where the compiled core does not run
-    this algorithm or cannot order these consumer ids exactly as the reference does (non-ASCII ids, numbers
-    written with leading zeros); the reference then runs."""
+    this algorithm or cannot order these consumer ids exactly as the reference does (non-ASCII ids); the
+    reference then runs."""
     if _extension is None or name not in ALGORITHMS:
         return None
     if name == "least-loaded":  # what its parameters imply, refused as the reference refuses it
@@ -82,7 +82,17 @@ def solve(problem: Problem, name: str, params: BaseModel | None) -> tuple[Any, .
         return None
     if bulk is None:
         return None
-    return tuple(bulk.solve(name, problem.capacity, params.model_dump() if params is not None else {}).parts())
+    return tuple(bulk.solve(name, problem.capacity, _complete(name, params)).parts())
+
+
+def _complete(name: str, params: BaseModel | None) -> dict[str, Any]:
+    """Every parameter the algorithm reads, as its model holds them (its defaults where none were given): the
+    compiled core holds no defaults, and refuses a parameter missing as a bug."""
+    if params is None:
+        from app.core.algorithm import get_algorithm  # here: app.core.model imports this module
+
+        params = get_algorithm(name).parse_params(None)
+    return params.model_dump()
 
 
 def parse_assign(body: bytes) -> tuple[bytes, Bulk] | None:
@@ -98,7 +108,7 @@ def solve_bulk(bulk: Bulk, name: str, capacity: float, params: BaseModel | None,
     """(the compiled Solution, the lower bound ⌈Σ rate / C⌉) of a request read by `parse_assign`, after the
     checks `build_problem` and the algorithm make (here on the totals, summed as the reference sums them), in
     the same order, with the same errors."""
-    from app.core.algorithms.least_loaded import LeastLoadedParams, check_totals
+    from app.core.algorithms.least_loaded import LeastLoadedParams, check_scales, check_totals
     from app.core.model import check_capacity, check_scale
 
     check_capacity(capacity)
@@ -109,5 +119,6 @@ def solve_bulk(bulk: Bulk, name: str, capacity: float, params: BaseModel | None,
     lower_bound = check_scale(total_rate, capacity, bulk.member_count, max_consumers)
     if planning is not None:
         check_totals(capacity, total_rate, lag_sum, planned_sum, planning, max_consumers)
-    solution = bulk.solve(name, float(capacity), params.model_dump() if params is not None else {})
+        check_scales(capacity, bulk.member_capacities)
+    solution = bulk.solve(name, float(capacity), _complete(name, params))
     return solution, lower_bound
