@@ -18,21 +18,26 @@ use crate::fit::Budget;
 use crate::input::Input;
 use crate::intern::Interner;
 use crate::least_loaded;
-use crate::problem::{self, Outputs};
+use crate::problem::Outputs;
 use crate::request;
 use crate::validate;
 
 /// `work` run without the GIL; a panic in it as a RuntimeError.
 fn detached<T: Send>(py: Python<'_>, work: impl FnOnce() -> T + Send) -> PyResult<T> {
-    py.allow_threads(|| catch_unwind(AssertUnwindSafe(work)))
-        .map_err(|panic| {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            PyRuntimeError::new_err(format!("the compiled core failed (a bug): {what}"))
-        })
+    py.allow_threads(|| unwound(work)).map_err(|what| {
+        PyRuntimeError::new_err(format!("the compiled core failed (a bug): {what}"))
+    })
+}
+
+/// `work`'s result, or what it panicked with.
+fn unwound<T>(work: impl FnOnce() -> T) -> Result<T, String> {
+    catch_unwind(AssertUnwindSafe(work)).map_err(|panic| {
+        panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default()
+    })
 }
 
 /// A request's partitions, previous assignment and members on arrays, ready to solve once.
@@ -104,7 +109,7 @@ impl Bulk {
         } else {
             lag_sum
         };
-        Ok((problem::fsum(input.rates.iter().copied()), lag_sum, planned))
+        Ok((input.rate_sum, lag_sum, planned))
     }
 
     /// Take a previous assignment (a group's stored one: consumer → list of (topic, partition)); False when
@@ -568,4 +573,19 @@ fn read_valid(
         validate::partitions(&keys, topics.len(), &rates, &lags)
             && validate::previous(&consumers, &held, topics.len()),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unwound;
+
+    #[test]
+    fn a_panic_comes_back_as_its_message() {
+        assert_eq!(unwound(|| 7), Ok(7));
+        let index = 5;
+        assert_eq!(
+            unwound(|| [1, 2][index]),
+            Err("index out of bounds: the len is 2 but the index is 5".to_string())
+        );
+    }
 }

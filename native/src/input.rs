@@ -28,6 +28,8 @@ pub struct Input {
     /// partition j → (topic id, partition number)
     pub keys: Vec<(u32, i64)>,
     pub rates: Vec<f64>,
+    /// math.fsum of the rates.
+    pub rate_sum: f64,
     pub lags: Vec<Option<f64>>,
     index: Index,
     /// Each partition's place in (topic, partition) order.
@@ -134,7 +136,15 @@ impl Input {
         if rates.len() != keys.len() || lags.len() != keys.len() {
             return None;
         }
-        if !(finite_sum(rates.iter().copied()) && finite_sum(lags.iter().flatten().copied())) {
+        let rate_sum = problem::fsum(rates.iter().copied());
+        let added = |values: &mut dyn Iterator<Item = f64>| values.fold(0.0, |s, v| s + v);
+        let lags_present = || lags.iter().flatten().copied();
+        // finite added one by one (as the algorithms add loads) and exactly, as app.core.model.check_sums
+        if !(rate_sum.is_finite()
+            && added(&mut rates.iter().copied()).is_finite()
+            && problem::fsum(lags_present()).is_finite()
+            && added(&mut lags_present()).is_finite())
+        {
             return None;
         }
         let index = Index::new(&keys, topics.len())?;
@@ -143,6 +153,7 @@ impl Input {
             topics,
             keys,
             rates,
+            rate_sum,
             lags,
             index,
             key_rank,
@@ -293,10 +304,4 @@ impl Input {
         };
         (problem, labels)
     }
-}
-
-/// Whether `values` add up to a finite sum one by one (as the algorithms add loads) and exactly (math.fsum),
-/// as `app.core.model.check_sums` requires.
-fn finite_sum(values: impl Iterator<Item = f64> + Clone) -> bool {
-    values.clone().fold(0.0, |s, v| s + v).is_finite() && problem::fsum(values).is_finite()
 }

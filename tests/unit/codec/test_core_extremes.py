@@ -211,6 +211,12 @@ REGRESSIONS: dict[str, dict[str, Any]] = {
         "partitions": [{"topic": "t", "partition": 0, "rate": 1}],
         "members": [{"id": "m", "capacity": TINY}],
     },
+    "least-loaded with a member capacity whose ratio to C underflows (the reference divided by 0)": {
+        "algorithm": "least-loaded",
+        "capacity": 1e300,
+        "partitions": [{"topic": "t", "partition": j, "rate": 1e299} for j in range(3)],
+        "members": ["a", {"id": "m", "capacity": TINY}],
+    },
     "a move budget beyond 64 bits": {
         "algorithm": "mwf",
         "capacity": 100,
@@ -238,6 +244,18 @@ REGRESSIONS: dict[str, dict[str, Any]] = {
 def test_each_regression_gets_the_same_outcome_from_both_cores(case: str) -> None:
     body = dict(REGRESSIONS[case])
     check(body, body.pop("max_consumers", 100_000))
+
+
+def test_a_member_capacity_least_loaded_cannot_scale_is_a_clear_error() -> None:
+    text = json.dumps(
+        REGRESSIONS["least-loaded with a member capacity whose ratio to C underflows (the reference divided by 0)"]
+    ).encode()
+    for core in ("native", "python"):
+        assert outcome(text, False, limits(core, 100_000))[1:3] == (
+            "invalid_capacity",
+            "member 'm' has capacity 5e-324, too far from capacity 1e+300 for least-loaded to scale by (their "
+            "ratio is not a positive finite float); give capacities of one magnitude.",
+        )
 
 
 @pytest.mark.parametrize("algorithm", sorted(native.ALGORITHMS))

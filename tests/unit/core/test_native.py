@@ -142,6 +142,19 @@ def test_ids_whose_numbers_tie_are_ordered_by_the_id_in_both_cores() -> None:
         assert python.consumers == python.delta().rows == ["c01", "c1"]
 
 
+def test_the_compiled_table_matches_the_registry() -> None:
+    """The compiled core's table of algorithms (ALGORITHMS is its names) against the reference's registry: each
+    reads exactly the parameters of the algorithm's model, and a budget is honoured where the model has one."""
+    table = native._extension.ALGORITHM_TABLE  # type: ignore[union-attr]
+    assert [row["name"] for row in table] == list(native._extension.ALGORITHMS)  # type: ignore[union-attr]
+    for row in table:
+        model = get_algorithm(row["name"]).params
+        assert row["params"] == tuple(model.model_fields), row["name"]
+        assert row["budget"] == ("max_moves" in model.model_fields)
+        if row["kind"] == "any-fit":  # the registry's names: the rule's initial, "f", "d" when decreasing
+            assert row["name"] == row["fit"][0] + "f" + ("d" if row["decreasing"] else "")
+
+
 def test_parameters_come_complete() -> None:
     """The compiled core holds no defaults: a parameter missing (or one it does not read) is a bug, said so."""
     problem = build_problem([("t", 0)], [1.0], None, 100.0)
