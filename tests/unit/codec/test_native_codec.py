@@ -246,3 +246,18 @@ def test_what_a_group_stores_is_the_same(algorithm: str) -> None:
         assert computed == expected
         compared += 1
     assert compared > 150
+
+
+@pytest.mark.parametrize("repeated", [False, True])
+def test_an_object_of_many_keys_gets_the_reference_error(repeated: bool) -> None:
+    """Issue #27: 100 000 distinct keys in `params` (1.8 MB; the compiled reader's duplicate-key check was
+    quadratic, 13 s at 85 000: now linear, see json.rs's tests and bench/native.py), and the same with the
+    first key repeated last: read by the compiled reader or declined by it, the reference's error."""
+    params = {f"key-{i}": i for i in range(100_000)}
+    text = msgspec.json.encode({"algorithm": "mwf", "capacity": 100, "partitions": [], "params": params})
+    if repeated:
+        text = text[:-2] + b',"key-0":1}}'
+    assert (native.parse_assign(text) is None) == repeated
+    reference = outcome(text, REFERENCE)
+    assert reference[:2] == ("error", "invalid_json" if repeated else "invalid_parameter")
+    assert outcome(text, COMPILED) == reference
