@@ -171,8 +171,8 @@ pub fn algorithm_table(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
 /// A parameter's value that is a bug of the caller's, not of the request.
 fn bug(algorithm: &Algorithm, what: String) -> PyErr {
     PyRuntimeError::new_err(format!(
-        "{} of {} (a bug: the caller hands every parameter over, as its model dumps them)",
-        what, algorithm.name
+        "{}: {what} (a bug: the caller hands every parameter over, as its model dumps them)",
+        algorithm.name
     ))
 }
 
