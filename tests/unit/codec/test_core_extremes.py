@@ -21,16 +21,13 @@ import json
 import math
 import os
 import random
-from collections.abc import Callable
 from typing import Any
 
-import msgspec.structs
 import pytest
 
-from app.codec.assign import AssignRequest, capacity_of, decode_assign, previous_of
+from app.codec.assign_input import CompiledInput, Computation, Limits, answer, decode_assign
 from app.core import native
 from app.core.errors import AssignmentError
-from app.service.answer import AssignJob, Computed, Limits, answer_body, compute_compiled, run_job
 from app.settings import Settings
 
 pytestmark = pytest.mark.skipif(not native.AVAILABLE, reason="the compiled core is not installed")
@@ -128,7 +125,7 @@ def request(rnd: random.Random, algorithm: str) -> dict[str, Any]:
 
 def outcome(body: bytes, dense: bool, limits: Limits) -> tuple[Any, ...]:
     try:
-        return ("answer", answer_body(body, dense, limits))
+        return ("answer", answer(body, limits, dense))
     except AssignmentError as error:
         return ("error", error.code, error.message, error.details)
 
@@ -141,29 +138,22 @@ def stored(text: bytes, compiled: Limits, reference: Limits) -> tuple[Any, Any] 
     """A group's computation by each core (what the store keeps and the history and metrics observe), or
     None where the compiled reader leaves the request to the reference (`outcome` compared that)."""
 
-    def computed(compute: Callable[[], Computed]) -> Any:
+    def computed(limits: Limits) -> Any:
         try:
-            result = compute()
+            decoded = decode_assign(text, limits)
+            computation: Computation = decoded.completed(None, None, None)
+            result = computation.compute(limits)
         except AssignmentError as error:
             return ("error", error.code, error.message, error.details)
         result.seconds = 0.0
         return result
 
     try:
-        request, bulk = decode_assign(text, True)
-        capacity = capacity_of(request)
+        if not isinstance(decode_assign(text, compiled), CompiledInput):
+            return None
     except AssignmentError:
         return None
-    if bulk is None:
-        return None
-    full = msgspec.json.decode(text, type=AssignRequest)
-    assert full.partitions is not None
-    lean = msgspec.structs.replace(full, partitions=None, previous=None)
-    job = AssignJob(lean, full.partitions, previous_of(full) or {}, capacity, False, reference)
-    return (
-        computed(lambda: compute_compiled(request, bulk, capacity, full.group, compiled, stored=True)),
-        computed(lambda: run_job(job)),
-    )
+    return computed(compiled), computed(reference)
 
 
 def check(body: dict[str, Any], max_consumers: int = 100_000) -> set[str]:

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from app.core import native
+from app.core import extension, native
 from app.core.algorithm import get_algorithm
 from app.core.assign import Outcome, solve
 from app.core.model import Problem, build_problem
@@ -145,8 +145,8 @@ def test_ids_whose_numbers_tie_are_ordered_by_the_id_in_both_cores() -> None:
 def test_the_compiled_table_matches_the_registry() -> None:
     """The compiled core's table of algorithms (ALGORITHMS is its names) against the reference's registry: each
     reads exactly the parameters of the algorithm's model, and a budget is honoured where the model has one."""
-    table = native._extension.ALGORITHM_TABLE  # type: ignore[union-attr]
-    assert [row["name"] for row in table] == list(native._extension.ALGORITHMS)  # type: ignore[union-attr]
+    table = extension.module.ALGORITHM_TABLE  # type: ignore[union-attr]
+    assert [row["name"] for row in table] == list(extension.module.ALGORITHMS)  # type: ignore[union-attr]
     for row in table:
         model = get_algorithm(row["name"]).params
         assert row["params"] == tuple(model.model_fields), row["name"]
@@ -159,7 +159,7 @@ def test_parameters_come_complete() -> None:
     """The compiled core holds no defaults: a parameter missing (or one it does not read) is a bug, said so."""
     problem = build_problem([("t", 0)], [1.0], None, 100.0)
     for name, params in (("least-loaded", {"mu": None}), ("mwf", {}), ("bfd", {"max_moves": 1})):
-        bulk = native._extension.from_objects(problem.keys, problem.rates, problem.lags, {}, None, {})  # type: ignore[union-attr]
+        bulk = extension.module.from_objects(problem.keys, problem.rates, problem.lags, {}, None, {})  # type: ignore[union-attr]
         with pytest.raises(RuntimeError, match="a bug"):
             bulk.solve(name, 100.0, params)
     # without parameters the reference's model gives its defaults
@@ -179,14 +179,17 @@ def test_the_service_answers_the_same_with_either_core() -> None:
     import msgspec
 
     from app.codec.assign import AssignRequest
-    from app.codec.wire import encode
-    from app.service.answer import Limits, answer_request
+    from app.codec.assign_input import Limits, ReferenceInput
     from app.settings import Settings
 
     rnd = random.Random(5)
     partitions = [{"topic": f"t{j % 3}", "partition": j, "rate": rnd.choice([10, 30, 45, 120])} for j in range(60)]
     previous = {f"c{i}": [{"topic": f"t{j % 3}", "partition": j} for j in range(i, 70, 7)] for i in range(7)}
     compiled, python = Limits.of(Settings(core="native")), Limits.of(Settings(core="python"))
+
+    def answered(request: AssignRequest, dense: bool, limits: Limits) -> bytes:
+        return ReferenceInput.of(request, dense, keyed=False).completed(None, None, None).compute(limits).answer
+
     assert compiled.native and not python.native
     for body in (
         {"algorithm": "mwf", "capacity": 100, "partitions": partitions, "previous": previous},
@@ -201,7 +204,7 @@ def test_the_service_answers_the_same_with_either_core() -> None:
     ):
         request = msgspec.convert(body, AssignRequest)
         for dense in (False, True):
-            assert encode(answer_request(request, dense, compiled)) == encode(answer_request(request, dense, python))
+            assert answered(request, dense, compiled) == answered(request, dense, python)
 
 
 def test_values_the_arrays_cannot_hold_go_to_the_reference() -> None:
