@@ -30,10 +30,10 @@ from app.codec.assign import (
     problem_of,
 )
 from app.codec.groups import HISTORY_MOVES
-from app.codec.wire import PartitionRate, check_unique_keys, convert, decode, encode, wired
+from app.codec.wire import PartitionRate, check_unique_keys, convert, decode, encode, keys_of, wired
 from app.core import native
 from app.core.algorithm import Algorithm, algorithms, get_algorithm
-from app.core.assign import Outcome, solve
+from app.core.assign import Outcome, record, solve
 from app.core.errors import AssignmentError, ErrorCode
 from app.core.model import MAX_CONSUMERS, PartitionKey, within
 
@@ -156,7 +156,7 @@ def decode_assign(
                 pass  # the whole body's decoding says what is wrong, as it would have said it
             else:
                 algorithm = algorithms().get(request.algorithm)
-                if algorithm is not None and algorithm.compiled:
+                if algorithm is not None and algorithm.compiled and request.assignment is None:
                     return CompiledInput(request, bulk, body)
     return ReferenceInput.of(decode(_REQUEST, body, unique_keys), dense, keyed, b"" if unique_keys else body)
 
@@ -298,7 +298,8 @@ class ReferenceComputation(msgspec.Struct, array_like=True):
 
     def inline(self, limits: Limits) -> bool:
         size = len(self.partitions) + len(self.request.members or ()) + sum(map(len, self.previous.values()))
-        return get_algorithm(self.request.algorithm).cheap and size <= limits.inline_partitions
+        cheap = self.request.assignment is not None or get_algorithm(self.request.algorithm).cheap  # given: O(n)
+        return cheap and size <= limits.inline_partitions
 
     def offload(self) -> ReferenceComputation:
         return self
@@ -335,11 +336,15 @@ def reference_answer(
     dense: bool,
     limits: Limits,
 ) -> tuple[Outcome, AssignResponse, float]:
-    """The reference's way: validate, solve, build the answer (and the seconds the algorithm took)."""
+    """The reference's way: validate, solve (or take the assignment given), build the answer (and the seconds the
+    algorithm took)."""
     algorithm, params = _algorithm_of(request, len(partitions), limits)
     problem = problem_of(request, partitions, previous, capacity, limits.max_consumers)
     started = time.perf_counter()
-    outcome = solve(problem, algorithm, params, limits.native)
+    if request.assignment is not None:
+        outcome = record(problem, algorithm.name, {c: keys_of(held) for c, held in request.assignment.items()})
+    else:
+        outcome = solve(problem, algorithm, params, limits.native)
     seconds = time.perf_counter() - started
     if dense and outcome.dense_delta_size() > limits.max_dense_cells:
         raise AssignmentError(
