@@ -35,9 +35,11 @@ IDS = ["c0", "c1", "c2", "c3", "c10", "c07", "m1", "m2", "member-2", "member-10"
 def instance(rng: random.Random) -> dict[str, Any]:
     capacity = rng.choice([10, 20, 50, 100, 37.5])
     topics = rng.sample(["orders", "payments", "b", "t10", "t9"], rng.randint(1, 3))
-    n = rng.randint(0, 40)
+    large = rng.random() < 0.05  # longer than the sorts' and heaps' short paths
+    n = rng.randint(100, 600) if large else rng.randint(0, 40)
+    per_topic = 600 if large else 30
     integer = rng.random() < 0.7
-    keys = rng.sample([(t, p) for t in topics for p in range(30)], min(n, 30 * len(topics)))
+    keys = rng.sample([(t, p) for t in topics for p in range(per_topic)], min(n, per_topic * len(topics)))
     partitions = []
     for topic, number in keys:
         if integer:
@@ -50,7 +52,7 @@ def instance(rng: random.Random) -> dict[str, Any]:
         if rng.random() < 0.5:
             entry["lag"] = float(rng.randint(0, 40) * capacity)
         partitions.append(entry)
-    ids = rng.sample(IDS, rng.randint(1, 8))
+    ids = rng.sample(IDS, rng.randint(1, 8)) + ([f"m{i:02d}" for i in range(rng.randint(10, 60))] if large else [])
     members: list[Any] | None = None
     if rng.random() < 0.75:
         members = []
