@@ -29,7 +29,9 @@ public final class Api {
 
     /**
      * POST /v1/assign. Only what the assignors send; null fields are left out (the service's defaults). Each of
-     * {@code members} is a String or a {@link SizedMember} ({@link #member}), as the contract's anyOf allows.
+     * {@code members} is a String or a {@link SizedMember} ({@link #member}), as the contract's anyOf allows. With
+     * {@code assignment} the request reports an assignment computed elsewhere (the broker-side assignor's): the
+     * service checks it places every partition once, on members, and stores it as the group's next version.
      */
     @JsonInclude(JsonInclude.Include.NON_NULL)
     public record AssignRequest(
@@ -39,7 +41,14 @@ public final class Api {
             List<Object> members,
             List<PartitionRate> partitions,
             Map<String, List<PartitionRef>> previous,
-            Map<String, Object> params) {}
+            Map<String, Object> params,
+            Map<String, List<PartitionRef>> assignment) {
+        /** A request for the service to compute. */
+        public AssignRequest(String algorithm, Double capacity, String group, List<Object> members,
+                List<PartitionRate> partitions, Map<String, List<PartitionRef>> previous, Map<String, Object> params) {
+            this(algorithm, capacity, group, members, partitions, previous, params, null);
+        }
+    }
 
     @JsonIgnoreProperties(ignoreUnknown = true)
     public record ConsumerLoad(
@@ -66,6 +75,11 @@ public final class Api {
             @JsonProperty("recommended_consumers") Integer recommendedConsumers,
             String group,
             Long version) {}
+
+    /** GET /v1/groups/{group}: what the assignors read of it (the stored assignment is skipped). */
+    @JsonIgnoreProperties(ignoreUnknown = true)
+    public record GroupState(
+            String group, long version, String algorithm, double capacity, @JsonProperty("updated_at") String updatedAt) {}
 
     /** GET /v1/groups/{group}/rates. */
     @JsonIgnoreProperties(ignoreUnknown = true)

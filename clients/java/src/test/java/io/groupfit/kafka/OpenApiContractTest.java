@@ -25,6 +25,16 @@ import org.junit.jupiter.api.Test;
 class OpenApiContractTest {
     private static final File SPEC = new File("../../openapi/openapi.json");
     private static final Set<Class<?>> SENT = Set.of(Api.AssignRequest.class, Api.PartitionRate.class, Api.PartitionRef.class);
+    /**
+     * Fields the service is adding in the same change as the clients (the broker-side assignor's report: POST
+     * /v1/assign with the assignment given). Each must be absent from the contract: once openapi/openapi.json has
+     * it, it is checked as every other field and its entry here must go.
+     */
+    private static final Map<Class<?>, Set<String>> PENDING = Map.of(Api.AssignRequest.class, Set.of("assignment"));
+    /** Fields of the contract the clients skip on purpose (GET /v1/groups/{group}'s assignment: only its
+     * algorithm and capacity are read). */
+    private static final Map<Class<?>, Set<String>> SKIPPED = Map.of(
+            Api.AssignResponse.class, Set.of("delta", "outputs", "consumers"), Api.GroupState.class, Set.of("assignment"));
 
     private static JsonNode schemas() throws Exception {
         assertTrue(SPEC.exists(), "the contract is missing: " + SPEC.getAbsolutePath());
@@ -82,8 +92,14 @@ class OpenApiContractTest {
                 String name = jsonName(component);
                 fields.add(name);
                 JsonNode property = schema.path("properties").path(name);
+                boolean pending = PENDING.getOrDefault(type, Set.of()).contains(name);
+                if (pending && !property.isMissingNode()) {
+                    problems.add(type.getSimpleName() + "." + name + " is in the contract now: remove it from PENDING");
+                }
                 if (property.isMissingNode()) {
-                    problems.add(type.getSimpleName() + "." + name + " is not in the contract");
+                    if (!pending) {
+                        problems.add(type.getSimpleName() + "." + name + " is not in the contract");
+                    }
                     continue;
                 }
                 Set<String> allowed = types(property);
@@ -101,7 +117,7 @@ class OpenApiContractTest {
             for (String name : required) {
                 boolean hasDefault = schema.path("properties").path(name).has("default");
                 if (!fields.contains(name) && (SENT.contains(type) ? !hasDefault : true)
-                        && !(type == Api.AssignResponse.class && Set.of("delta", "outputs", "consumers").contains(name))) {
+                        && !SKIPPED.getOrDefault(type, Set.of()).contains(name)) {
                     problems.add(type.getSimpleName() + " lacks " + name + ", which the contract requires");
                 }
             }
