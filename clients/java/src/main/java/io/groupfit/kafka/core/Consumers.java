@@ -1,8 +1,6 @@
 package io.groupfit.kafka.core;
 
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -26,10 +24,13 @@ final class Consumers {
     private final int[] sortedKnown;
     private final int[] distinct;
 
-    /** {@code own[c]}: the capacity of known consumer c (C when it has none of its own). */
+    /**
+     * {@code own[c]}: the capacity of known consumer c (C when it has none of its own). The list and the map are
+     * taken over (minted ids are added to them).
+     */
     Consumers(List<String> names, Map<String, Integer> byName, double[] own, boolean[] member, double capacity) {
-        this.names = new ArrayList<>(names);
-        this.byName = new HashMap<>(byName);
+        this.names = names;
+        this.byName = byName;
         this.capacity = capacity;
         this.known = names.size();
         this.cap = Arrays.copyOf(own, Math.max(known, 1));

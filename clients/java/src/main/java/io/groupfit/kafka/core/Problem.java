@@ -50,13 +50,14 @@ public final class Problem {
             boolean uniform, int[] decreasing) {
         this.n = b.n;
         this.topicNames = b.topicNames.toArray(new String[0]);
-        this.topic = Arrays.copyOf(b.topic, n);
-        this.partition = Arrays.copyOf(b.partition, n);
-        this.rate = Arrays.copyOf(b.rate, n);
-        this.lag = Arrays.copyOf(b.lag, n);
+        // The builder's arrays are handed over (it is not used after build), trimmed when the hint was too large.
+        this.topic = b.topic.length == n ? b.topic : Arrays.copyOf(b.topic, n);
+        this.partition = b.partition.length == n ? b.partition : Arrays.copyOf(b.partition, n);
+        this.rate = b.rate.length == n ? b.rate : Arrays.copyOf(b.rate, n);
+        this.lag = b.lag.length == n ? b.lag : Arrays.copyOf(b.lag, n);
         this.capacity = b.capacity;
         this.consumers = consumers;
-        this.previousOwner = Arrays.copyOf(b.previousOwner, n);
+        this.previousOwner = b.previousOwner.length == n ? b.previousOwner : Arrays.copyOf(b.previousOwner, n);
         this.previousIds = previousIds;
         this.previousHeld = previousHeld;
         this.members = members;
@@ -82,6 +83,11 @@ public final class Problem {
 
     public String topic(int j) {
         return topicNames[topic[j]];
+    }
+
+    /** The index of partition j's topic, as {@link Builder#topic} gave it. */
+    public int topicIndex(int j) {
+        return topic[j];
     }
 
     public int partition(int j) {
@@ -154,8 +160,8 @@ public final class Problem {
         private int[] listed = new int[16]; // consumers in the previous assignment's order
         private boolean[] isListed = new boolean[16];
         private int listedCount;
-        private int[] heldConsumer = new int[16]; // (consumer, partition) pairs of the previous assignment
-        private int[] heldPartition = new int[16];
+        private int[] heldConsumer; // (consumer, partition) pairs of the previous assignment
+        private int[] heldPartition;
         private int heldCount;
 
         public Builder(double capacity) {
@@ -169,6 +175,8 @@ public final class Problem {
             }
             this.capacity = capacity;
             int hint = Math.max(expectedPartitions, 4);
+            heldConsumer = new int[hint];
+            heldPartition = new int[hint];
             topic = new int[hint];
             partition = new int[hint];
             rate = new double[hint];
@@ -285,6 +293,7 @@ public final class Problem {
             return this;
         }
 
+        /** The problem; the builder is used up (its arrays become the problem's). */
         public Problem build() {
             int known = consumerNames.size();
             if (memberCount == 0) {
@@ -351,11 +360,7 @@ public final class Problem {
                             + " is listed more than once; list each partition once");
                 }
             }
-            for (int j = 0; j < n; j++) {
-                key[j] = ~Double.doubleToRawLongBits(rate[j]); // rates are at least 0: bits grow with the value
-            }
-            Sorting.byKey(order, key);
-            return order;
+            return Sorting.decreasing(rate, order);
         }
     }
 }

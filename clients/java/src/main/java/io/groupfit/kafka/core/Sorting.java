@@ -19,22 +19,30 @@ final class Sorting {
         if (n < 2) {
             return;
         }
-        int[] from = items;
-        int[] to = new int[n];
-        int[] count = new int[257];
-        for (int shift = 0; shift < 64; shift += 8) {
-            java.util.Arrays.fill(count, 0);
-            for (int item : from) {
-                count[(int) (key[item] >>> shift & 0xff) + 1]++;
+        // Every byte's histogram in one pass; a byte that all items share needs no pass of its own.
+        int[][] count = new int[8][257];
+        for (int item : items) {
+            long k = key[item];
+            for (int b = 0; b < 8; b++) {
+                count[b][(int) (k >>> (8 * b) & 0xff) + 1]++;
             }
-            if (count[(int) (key[from[0]] >>> shift & 0xff) + 1] == n) {
+        }
+        int[] from = items;
+        int[] to = null;
+        for (int b = 0; b < 8; b++) {
+            int[] histogram = count[b];
+            int shift = 8 * b;
+            if (histogram[(int) (key[from[0]] >>> shift & 0xff) + 1] == n) {
                 continue; // every item has this byte: the pass would change nothing
             }
-            for (int b = 0; b < 256; b++) {
-                count[b + 1] += count[b];
+            for (int v = 0; v < 256; v++) {
+                histogram[v + 1] += histogram[v];
+            }
+            if (to == null) {
+                to = new int[n];
             }
             for (int item : from) {
-                to[count[(int) (key[item] >>> shift & 0xff)]++] = item;
+                to[histogram[(int) (key[item] >>> shift & 0xff)]++] = item;
             }
             int[] swap = from;
             from = to;
@@ -43,6 +51,48 @@ final class Sorting {
         if (from != items) {
             System.arraycopy(from, 0, items, 0, n);
         }
+    }
+
+    /**
+     * The indices of {@code byKey} (partitions in (topic, partition) order) sorted by rate, largest first, ties in
+     * that order. Rates are at least 0, so a rate's bits grow with its value: each item is one long, the bits'
+     * complement with its low bits replaced by the item's place in {@code byKey}, sorted by Arrays.sort; items whose
+     * rates differ only in those low bits are put in order after.
+     */
+    static int[] decreasing(double[] rate, int[] byKey) {
+        int n = byKey.length;
+        int low = 64 - Long.numberOfLeadingZeros(Math.max(n - 1, 1));
+        long mask = (1L << low) - 1;
+        long[] packed = new long[n];
+        for (int rank = 0; rank < n; rank++) {
+            long complement = ~Double.doubleToRawLongBits(rate[byKey[rank]]);
+            packed[rank] = ((complement & ~mask) | rank) ^ Long.MIN_VALUE; // signed order = unsigned order
+        }
+        java.util.Arrays.sort(packed);
+        int[] order = new int[n];
+        for (int i = 0; i < n; i++) {
+            order[i] = byKey[(int) (packed[i] & mask)];
+        }
+        for (int from = 0; from < n; ) {
+            int to = from + 1;
+            while (to < n && (packed[to] & ~mask) == (packed[from] & ~mask)) {
+                to++;
+            }
+            if (to - from > 1) {
+                // equal high bits: by the full rate, largest first, ties (already) in key order
+                for (int i = from + 1; i < to; i++) {
+                    int item = order[i];
+                    int k = i - 1;
+                    while (k >= from && rate[order[k]] < rate[item]) {
+                        order[k + 1] = order[k];
+                        k--;
+                    }
+                    order[k + 1] = item;
+                }
+            }
+            from = to;
+        }
+        return order;
     }
 
     /** Sorts {@code items[0..length)} stably by {@code order} (merge sort; insertion sort for short runs). */
