@@ -141,10 +141,13 @@ def test_the_java_core_equals_the_reference_on_random_instances(java_build: Java
             same = answer == expected
         if not same:
             mismatches.append((number, case, expected, answer))
-    assert not mismatches, "\n\n".join(
-        f"instance {n}: {json.dumps(c)}\nreference {json.dumps(e)}\njava      {json.dumps(a)}"
-        for n, c, e, a in mismatches[:3]
-    ) + f"\n({len(mismatches)} of {len(cases)} differ)"
+    assert not mismatches, (
+        "\n\n".join(
+            f"instance {n}: {json.dumps(c)}\nreference {json.dumps(e)}\njava      {json.dumps(a)}"
+            for n, c, e, a in mismatches[:3]
+        )
+        + f"\n({len(mismatches)} of {len(cases)} differ)"
+    )
     # every algorithm met, and what the budget and the fold exercise happened
     assert set(counts) == set(ALGORITHMS), counts
     references = [reference(case) for case in cases if case["algorithm"] == "mwf" and case["params"]]
