@@ -51,7 +51,8 @@ def classpath() -> str:
 def run(sizes: list[str], quick: bool, out: Path) -> list[dict]:
     command = [java(), "-cp", classpath(), "org.openjdk.jmh.Main", "io.groupfit.kafka.AssignorsBench"]
     command += ["-p", "size=" + ",".join(sizes), "-prof", "gc", "-rf", "json", "-rff", str(out)]
-    command += ["-jvmArgsAppend", "-Dorg.slf4j.simpleLogger.defaultLogLevel=error"]
+    # (replaces the benchmark's own jvmArgsAppend: the heap is set here too)
+    command += ["-jvmArgsAppend", "-Xms2g -Xmx6g -Dorg.slf4j.simpleLogger.defaultLogLevel=error"]
     if quick:
         command += ["-wi", "2", "-w", "1", "-i", "3", "-r", "1"]
     subprocess.run(command, check=True)

@@ -49,14 +49,17 @@ final class MinHeap {
             Arrays.fill(position, old, capacity, -1);
             heap = Arrays.copyOf(heap, capacity);
         }
+        int at = position[id];
+        boolean grew = at >= 0 && (newValue > value[id] || (newValue == value[id] && newTie == tie[id]));
         value[id] = newValue;
         tie[id] = newTie;
-        int at = position[id];
         if (at < 0) {
             at = size++;
             heap[at] = id;
             position[id] = at;
             up(at);
+        } else if (grew) {
+            down(at); // a load that grew (the common case): it can only sink
         } else {
             down(up(at));
         }

@@ -11,6 +11,9 @@ public final class Natural {
 
     /** Negative, zero or positive as {@code a} sorts before, with or after {@code b}. */
     public static int compare(String a, String b) {
+        if (isAscii(a) && isAscii(b)) {
+            return compareAscii(a, b);
+        }
         int i = 0;
         int j = 0;
         boolean digits = false;
@@ -32,6 +35,55 @@ public final class Natural {
             j = je;
             digits = !digits;
         }
+    }
+
+    private static boolean isAscii(String s) {
+        for (int i = 0; i < s.length(); i++) {
+            if (s.charAt(i) >= 0x80) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** The same order on ASCII ids, char by char (the common case: no code points, no Unicode digits). */
+    private static int compareAscii(String a, String b) {
+        int i = 0;
+        int j = 0;
+        int na = a.length();
+        int nb = b.length();
+        while (i < na && j < nb) {
+            char x = a.charAt(i);
+            char y = b.charAt(j);
+            boolean digitX = x >= '0' && x <= '9';
+            boolean digitY = y >= '0' && y <= '9';
+            if (digitX && digitY) {
+                int ie = i;
+                while (ie < na && a.charAt(ie) >= '0' && a.charAt(ie) <= '9') {
+                    ie++;
+                }
+                int je = j;
+                while (je < nb && b.charAt(je) >= '0' && b.charAt(je) <= '9') {
+                    je++;
+                }
+                int order = compareNumbers(a, i, ie, b, j, je);
+                if (order != 0) {
+                    return order;
+                }
+                i = ie;
+                j = je;
+            } else if (digitX != digitY) {
+                // a digit run against text: the text chunk that ends here is the shorter, so it sorts first
+                return digitX ? -1 : 1;
+            } else {
+                if (x != y) {
+                    return x - y;
+                }
+                i++;
+                j++;
+            }
+        }
+        return (i < na ? 1 : 0) - (j < nb ? 1 : 0);
     }
 
     private static int chunkEnd(String s, int from, boolean digits) {
