@@ -306,6 +306,18 @@ def owns_every_partition_once(members: list[JavaConsumer], count: int) -> bool:
     return sorted(p for m in members for p in m.owned) == list(range(count))
 
 
+def last_source(broker: ApacheKafka, group: str) -> str | None:
+    """Where the broker's last assignment of `group` came from ("core", "fallback"), None before the first."""
+    lines = assign_lines(broker, group)
+    return lines[-1][0] if lines else None
+
+
+def learnt(broker: ApacheKafka, group: str) -> bool:
+    """Whether the broker's assignor has read the group's rates (its next epoch change is assigned by rate)."""
+    log = broker.nodes[0].log_path.read_text(errors="replace")
+    return f"groupfit assignor: group {group} learnt" in log
+
+
 def test_the_service_stores_the_kip848_groups_assignment_the_broker_reports(java_build, kip848, consumers):
     broker, service = kip848
     bootstrap, url = broker.bootstrap_servers, running(service).url
@@ -319,6 +331,7 @@ def test_the_service_stores_the_kip848_groups_assignment_the_broker_reports(java
 
     m1 = start("m1")
     wait_until(lambda: owns_every_partition_once([m1], len(RATES)), 60, "the first member did not get everything", [m1])
+    wait_until(lambda: learnt(broker, group), 60, "the broker did not learn the group", [m1])
     m2, m3 = start("m2"), start("m3")
     members = [m1, m2, m3]
     # The broker computes the target and reports it (POST /v1/assign with the assignment given): the service stores
@@ -333,7 +346,7 @@ def test_the_service_stores_the_kip848_groups_assignment_the_broker_reports(java
         members,
     )
     assert state["algorithm"] == "mwf"
-    assert assign_lines(broker, group)[-1][0] == "core"
+    assert last_source(broker, group) == "core"
 
 
 def test_kip848_group_is_assigned_by_rate_in_the_broker_and_still_with_the_service_stopped(
@@ -354,7 +367,7 @@ def test_kip848_group_is_assigned_by_rate_in_the_broker_and_still_with_the_servi
         partitions move a member may hold a mix of two targets) every member is within `capacity`."""
 
         def loads() -> dict[str, float] | None:
-            if not owns_every_partition_once(members, len(RATES)) or assign_lines(broker, group)[-1][0] != "core":
+            if not owns_every_partition_once(members, len(RATES)) or last_source(broker, group) != "core":
                 return None
             load = {m.identity: sum(RATES[p] for p in m.owned) for m in members}
             return load if max(load.values()) <= capacity else None
@@ -363,6 +376,7 @@ def test_kip848_group_is_assigned_by_rate_in_the_broker_and_still_with_the_servi
 
     m1 = start("m1")
     wait_until(lambda: owns_every_partition_once([m1], len(RATES)), 60, "the first member did not get everything", [m1])
+    wait_until(lambda: learnt(broker, group), 60, "the broker did not learn the group", [m1])
     m2 = start("m2")
     wait_until(lambda: m2.owned, 60, "the second member got nothing", [m1, m2])
     m3 = start("m3")
@@ -410,7 +424,7 @@ def test_kip848_members_stay_within_capacity_after_scaling_where_the_uniform_ass
                     return None
                 load = {m.identity: sum(SKEWED[p] for p in m.owned) for m in members}
                 if assignor == "groupfit":
-                    final = assign_lines(broker, group)[-1][0] == "core" and max(load.values()) <= 100
+                    final = last_source(broker, group) == "core" and max(load.values()) <= 100
                 else:
                     final = max(map(len, owned)) - min(map(len, owned)) <= 1
                 return load if final else None
@@ -420,6 +434,8 @@ def test_kip848_members_stay_within_capacity_after_scaling_where_the_uniform_ass
         m1, m2 = start("m1"), start("m2")
         first = [m1, m2]
         wait_until(lambda: owns_every_partition_once(first, len(SKEWED)), 60, "the first two got nothing", first)
+        if assignor == "groupfit":  # the group's first assignments, before the broker knew it, were uniform
+            wait_until(lambda: learnt(broker, group), 60, "the broker did not learn the group", first)
         m3 = start("m3")  # scale-up
         up = settled([m1, m2, m3], f"{assignor}: after the scale-up the group did not settle")
         m3.close()  # scale-down

@@ -595,7 +595,12 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         try {
             Api.StoredRates rates = absentIfNotFound(client.rates(group, CALL));
             Api.GroupState state = absentIfNotFound(client.group(group, CALL));
-            knowledge.put(group, knowledge(rates, state));
+            Knowledge learnt = knowledge(rates, state);
+            Knowledge before = knowledge.put(group, learnt);
+            if (learnt.rates() != null && (before == null || before.rates() == null)) {
+                log.info("groupfit assignor: group {} learnt: rates of {} partitions, algorithm {}, stored capacity {}",
+                        group, rates.partitions().size(), learnt.algorithm().name(), learnt.storedCapacity());
+            }
         } catch (Exception e) {
             knowledge.putIfAbsent(group, new Knowledge(null, configured, null));
             log.warn("groupfit assignor: could not read group {} from groupfit: {}", group, GroupfitService.reason(e));
