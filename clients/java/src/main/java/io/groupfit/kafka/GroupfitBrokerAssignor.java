@@ -123,7 +123,6 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             });
     private volatile Admin admin;
     volatile CompletableFuture<Void> warm = CompletableFuture.completedFuture(null);
-    volatile CompletableFuture<Api.AssignResponse> lastSent = CompletableFuture.completedFuture(null); // for tests
     private volatile Report lastReport;
 
     @Override
@@ -436,7 +435,6 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             } catch (RuntimeException e) {
                 sent = CompletableFuture.failedFuture(e);
             }
-            lastSent = sent;
             try {
                 Api.AssignResponse stored = sent.get(CALL.toMillis() + 1000, TimeUnit.MILLISECONDS);
                 log.debug("groupfit assignor: group {}'s assignment stored as version {}", group, stored.version());
