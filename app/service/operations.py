@@ -11,6 +11,7 @@ from typing import Protocol
 import msgspec
 
 from app.codec.assign import AssignRequest
+from app.codec.assign_input import ReferenceComputation
 from app.codec.evaluate import LatencyFigures, Measurement
 from app.codec.operations import (
     GroupList,
@@ -22,11 +23,11 @@ from app.codec.operations import (
     ScaleSignal,
 )
 from app.codec.wire import PartitionRate, convert
-from app.core.errors import AssignmentError, ErrorCode
+from app.core.errors import AssignmentError, ErrorCode, GroupfitError
 from app.core.model import within
-from app.service.answer import AssignJob, Limits
 from app.service.assign import AssignService
 from app.service.compute import ComputePool
+from app.service.groups import stored_group
 from app.settings import Settings
 from app.sim.history import cadence
 from app.sim.latency import THROUGHPUT_PER_CAPACITY
@@ -47,10 +48,6 @@ class ScaleObserver(Protocol):
     def store_failed(self, reason: str) -> None: ...
 
 
-def _not_found(message: str) -> AssignmentError:
-    return AssignmentError(ErrorCode.GROUP_NOT_FOUND, message)
-
-
 def _age_s(stamp: str | None, now: datetime) -> float | None:
     if stamp is None:
         return None
@@ -69,7 +66,6 @@ class OperationsService:
         self.store = store
         self.assigner = assigner
         self.pool = pool
-        self.limits = Limits.of(settings)
         self.max_cells = settings.max_evaluate_cells
         self.observer = observer
 
@@ -111,7 +107,10 @@ class OperationsService:
             )
         windows = await self.store.rates_history(group, limit)
         if not windows:
-            raise _not_found(f"group {group!r} has no stored rates windows; PUT /v1/groups/{group}/rates first.")
+            raise AssignmentError(
+                ErrorCode.GROUP_NOT_FOUND,
+                f"group {group!r} has no stored rates windows; PUT /v1/groups/{group}/rates first.",
+            )
         return windows
 
     async def rates_history(self, group: str, limit: int) -> RatesHistory:
@@ -140,7 +139,9 @@ class OperationsService:
         check_names(algorithms)
         stored = await self.store.get(group)
         if stored is None:
-            raise _not_found(f"group {group!r} has no stored assignment, so no capacity to replay with.")
+            raise AssignmentError(
+                ErrorCode.GROUP_NOT_FOUND, f"group {group!r} has no stored assignment, so no capacity to replay with."
+            )
         windows = await self._windows(group, limit, len(algorithms))
         stream = [_measurement(w["partitions"]) for w in windows]
         iteration_s = cadence([w["window_end"] for w in windows])
@@ -166,15 +167,13 @@ class OperationsService:
         except StoreUnavailable as exc:
             if self.observer is not None:
                 self.observer.store_failed(str(exc))
-        except AssignmentError as exc:
+        except GroupfitError as exc:  # bad rates, or every compute worker busy: the next rates try again
             log.debug("no scaling signal", extra={"fields": {"group": group, "error_code": exc.code.value}})
 
     async def scale(self, group: str) -> ScaleSignal:
         """The consumers the group's algorithm (with its capacity, from its stored assignment) needs for the
         stored rates, against the consumers it has."""
-        stored = await self.store.get(group)
-        if stored is None:
-            raise _not_found(f"group {group!r} has no stored assignment; POST /v1/assign with 'group' first.")
+        stored = await stored_group(self.store, group)
         rates = await self.store.get_rates(group)
         if rates is None:
             raise AssignmentError(
@@ -183,18 +182,18 @@ class OperationsService:
         partitions = convert(rates["partitions"], list[PartitionRate])
         algorithm, note = stored.algorithm, ""
 
-        def size(name: str) -> AssignJob:
+        def size(name: str) -> ReferenceComputation:
             request = AssignRequest(algorithm=name, dry_run=True)
-            return AssignJob(request, partitions, stored.assignment, stored.capacity, False, self.limits)
+            return ReferenceComputation(request, partitions, stored.assignment, stored.capacity)
 
         try:
-            outcome = await self.assigner.run(size(algorithm))
+            outcome = await self.assigner.compute(size(algorithm))
         except AssignmentError as exc:
             if exc.code not in (ErrorCode.INVALID_MEMBERS, ErrorCode.INVALID_PARAMETER):
                 raise
             note = f" ({algorithm} cannot size a group without its members, so {FALLBACK_ALGORITHM} did)"
             algorithm = FALLBACK_ALGORITHM
-            outcome = await self.assigner.run(size(algorithm))
+            outcome = await self.assigner.compute(size(algorithm))
         rate = {(p.topic, p.partition): p.rate for p in partitions}
         loads = {c: sum(rate.get(key, 0.0) for key in held) for c, held in stored.assignment.items() if held}
         overloaded = sorted(c for c, load in loads.items() if not within(load, stored.capacity))
