@@ -28,8 +28,9 @@ import org.slf4j.LoggerFactory;
  * ({@link MemberData}). The group's leader sends the group's partitions (from the cluster metadata) with the rates
  * stored in groupfit, the previous owners and the members (each with the capacity it advertises, if any) to POST
  * /v1/assign, and maps the answer, keyed by identity, back to member ids. When groupfit does not answer within {@code groupfit.timeout.ms}, errors, or answers
- * something that does not fit the group, the leader assigns locally ({@link Balance#sticky}) and logs why: a
- * rebalance never fails because groupfit is down.
+ * something that does not fit the group, the leader assigns locally and logs why: by the same algorithm in the
+ * Java core ({@link io.groupfit.kafka.core}) on the last rates it read, else by balanced counts ({@link
+ * Balance#sticky}). A rebalance never fails because groupfit is down.
  *
  * <p>With {@code groupfit.rebalance.protocol=cooperative} a partition that changes member is first revoked from its
  * owner and given to its new member in the follow-up rebalance (as CooperativeStickyAssignor does), so no partition
@@ -203,8 +204,9 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
                 report = null;
             }
             if (target == null) {
-                log.warn("groupfit gave group {} no usable assignment ({}); assigning locally", group, reason);
-                target = fallback(members, partitions, current, subscriptions);
+                Local local = fallback(members, identities, partitions, current, subscriptions, homogeneous);
+                log.warn("groupfit gave group {} no usable assignment ({}); assigned locally {}", group, reason, local.how());
+                target = local.owner();
                 report = new Report("fallback", reason, null, 0, List.of(), null, members.size(), partitions.size(), 0);
             }
         }
@@ -295,8 +297,38 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
         return now;
     }
 
+    /** A local assignment and how it was made. */
+    record Local(Map<TopicPartition, String> owner, String how) {}
+
+    /**
+     * Without the service: its algorithm in the local Java core on the last rates read (the configured algorithm if
+     * the core runs it, else MWF), with the members' capacities and the last capacity the service used when the
+     * leader has no {@code groupfit.default.capacity}; without rates or a capacity, or when members subscribe to
+     * different topics: balanced counts.
+     */
+    Local fallback(List<Member> members, List<String> identities, List<TopicPartition> partitions,
+            Map<TopicPartition, String> current, Map<String, Subscription> subscriptions, boolean homogeneous) {
+        Map<TopicPartition, Api.PartitionRate> rates = service.lastRates(group);
+        Double used = defaultCapacity != null ? defaultCapacity : service.lastCapacity(group);
+        String missing = !homogeneous ? "members subscribe to different topics"
+                : rates == null || partitions.stream().noneMatch(rates::containsKey) ? "no rates were read"
+                : used == null ? "no capacity is known" : null;
+        if (missing == null) {
+            String name = io.groupfit.kafka.core.Algorithm.runs(service.algorithm()) ? service.algorithm() : "mwf";
+            Map<String, Double> sizes = new HashMap<>();
+            members.stream().filter(m -> m.capacity() != null).forEach(m -> sizes.put(m.identity(), m.capacity()));
+            try {
+                return new Local(LocalCore.solve(io.groupfit.kafka.core.Algorithm.of(name, Map.of()), used, identities,
+                        sizes, partitions, rates, current), "by " + name + " in the Java core on the last rates read");
+            } catch (IllegalArgumentException e) {
+                missing = e.getMessage();
+            }
+        }
+        return new Local(balancedCounts(members, partitions, current, subscriptions), "by balanced counts (" + missing + ")");
+    }
+
     /** Balance.sticky per set of members that may read a topic (all members when subscriptions agree). */
-    static Map<TopicPartition, String> fallback(List<Member> members, List<TopicPartition> partitions,
+    static Map<TopicPartition, String> balancedCounts(List<Member> members, List<TopicPartition> partitions,
             Map<TopicPartition, String> current, Map<String, Subscription> subscriptions) {
         Map<String, List<String>> readersOf = new HashMap<>();
         Map<List<String>, List<TopicPartition>> byReaders = new LinkedHashMap<>(); // partitions come sorted

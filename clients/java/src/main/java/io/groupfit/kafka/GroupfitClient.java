@@ -15,10 +15,11 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 
 /**
- * The two calls the assignors make, over {@code java.net.http}: the group's stored rates and POST /v1/assign.
- * Asynchronous, so a caller can bound how long it waits (and keep a late answer) independently of the request.
+ * The calls the assignors make, over {@code java.net.http}: the group's stored rates and state, and POST
+ * /v1/assign. Asynchronous, so a caller can bound how long it waits (and keep a late answer) independently of the
+ * request.
  */
-public final class GroupfitClient {
+public class GroupfitClient {
     static final ObjectMapper JSON =
             JsonMapper.builder().disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES).build();
 
@@ -43,6 +44,11 @@ public final class GroupfitClient {
     public CompletableFuture<Api.StoredRates> rates(String group, Duration timeout) {
         String path = "/v1/groups/" + URLEncoder.encode(group, StandardCharsets.UTF_8) + "/rates";
         return send(request(path, timeout).GET().build(), Api.StoredRates.class);
+    }
+
+    public CompletableFuture<Api.GroupState> group(String group, Duration timeout) {
+        String path = "/v1/groups/" + URLEncoder.encode(group, StandardCharsets.UTF_8);
+        return send(request(path, timeout).GET().build(), Api.GroupState.class);
     }
 
     public CompletableFuture<Api.AssignResponse> assign(Api.AssignRequest body, Duration timeout) {

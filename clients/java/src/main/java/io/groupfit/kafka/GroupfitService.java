@@ -37,6 +37,9 @@ public final class GroupfitService {
     private final String algorithm;
     private final long ratesMaxAgeNanos;
     private final Map<String, CachedRates> ratesCache = new ConcurrentHashMap<>();
+    // What the last successful reads said, for a fallback that assigns by rate without the service.
+    private final Map<String, Map<TopicPartition, Api.PartitionRate>> lastRates = new ConcurrentHashMap<>();
+    private final Map<String, Double> lastCapacity = new ConcurrentHashMap<>();
 
     /** {@code ratesMaxAge}: how long stored rates read once are reused (zero: read them for every answer). */
     public GroupfitService(GroupfitClient client, String algorithm, Duration ratesMaxAge) {
@@ -47,6 +50,20 @@ public final class GroupfitService {
 
     public GroupfitClient client() {
         return client;
+    }
+
+    public String algorithm() {
+        return algorithm;
+    }
+
+    /** The group's rates as the last successful read found them (null: none read, or none stored). */
+    public Map<TopicPartition, Api.PartitionRate> lastRates(String group) {
+        return lastRates.get(group);
+    }
+
+    /** The capacity of the last answer the service gave for the group (null: none yet). */
+    public Double lastCapacity(String group) {
+        return lastCapacity.get(group);
     }
 
     /**
@@ -71,6 +88,7 @@ public final class GroupfitService {
                 for (Api.PartitionRate rate : stored.partitions()) {
                     rates.put(new TopicPartition(rate.topic(), rate.partition()), rate);
                 }
+                lastRates.put(group, rates);
             }
             return rates;
         });
@@ -115,8 +133,10 @@ public final class GroupfitService {
             if (remaining <= 0) {
                 throw new UnusableAnswer("the timeout passed while reading the rates");
             }
-            return client.assign(request, Duration.ofNanos(remaining))
-                    .thenApply(response -> new Answer(check(response, members, partitions), response));
+            return client.assign(request, Duration.ofNanos(remaining)).thenApply(response -> {
+                lastCapacity.put(group, response.capacity());
+                return new Answer(check(response, members, partitions), response);
+            });
         });
     }
 

@@ -25,7 +25,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * processes; records read; its member id) and closes when stdin says "close". It commits after every batch and
  * on revocation, so a partition's next owner starts where it stopped.
  *
- * <p>args: bootstrap topic group identity mode(eager|cooperative|consumer) serviceUrl [capacity (classic; 100)]
+ * <p>args: bootstrap topic group identity mode(eager|cooperative|consumer[:remote assignor, groupfit by default])
+ * serviceUrl [capacity (classic; 100)]
  */
 public final class TestConsumer {
     private static final Object OUT = new Object();
@@ -53,9 +54,10 @@ public final class TestConsumer {
         config.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         config.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         config.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-        if (mode.equals("consumer")) {
+        if (mode.startsWith("consumer")) {
             config.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
-            config.put(ConsumerConfig.GROUP_REMOTE_ASSIGNOR_CONFIG, "groupfit");
+            config.put(ConsumerConfig.GROUP_REMOTE_ASSIGNOR_CONFIG,
+                    mode.contains(":") ? mode.substring(mode.indexOf(':') + 1) : "groupfit");
         } else {
             config.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, GroupfitAssignor.class.getName());
             config.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "6000");
