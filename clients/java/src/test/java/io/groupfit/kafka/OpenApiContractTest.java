@@ -37,12 +37,6 @@ import org.junit.jupiter.params.provider.MethodSource;
  */
 class OpenApiContractTest {
     private static final File SPEC = new File("../../openapi/openapi.json");
-    /**
-     * Components the service is adding in the same change as the clients (the broker-side assignor's report: POST
-     * /v1/assign with the assignment given). Each must be absent from the contract: once openapi/openapi.json has
-     * it, it is checked as every other component and its entry here must go.
-     */
-    private static final Map<String, Set<String>> PENDING = Map.of("AssignRequest", Set.of("assignment"));
 
     private static ObjectNode schemas() throws Exception {
         assertTrue(SPEC.exists(), "the contract is missing: " + SPEC.getAbsolutePath());
@@ -119,14 +113,8 @@ class OpenApiContractTest {
             String where = name + "." + component.getName();
             mine.add(json);
             JsonNode property = properties.path(json);
-            boolean pending = PENDING.getOrDefault(name, Set.of()).contains(json);
-            if (pending && !property.isMissingNode()) {
-                problems.add(where + " is in the contract now: remove it from PENDING");
-            }
             if (property.isMissingNode()) {
-                if (!pending) {
-                    problems.add(where + " reads '" + json + "', which " + name + " does not have");
-                }
+                problems.add(where + " reads '" + json + "', which " + name + " does not have");
                 continue;
             }
             JsonNode inner = withoutNull(property);
