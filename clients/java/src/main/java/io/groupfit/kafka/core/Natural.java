@@ -3,14 +3,20 @@ package io.groupfit.kafka.core;
 /**
  * The natural order of consumer ids ("c2" before "c10"), as {@code app.core.model.consumer_sort_key} orders them:
  * the id split into text and digit runs (Unicode decimal digits, as Python's {@code \d}), compared chunk by chunk,
- * text by code point, digit runs by their value ("c007" and "c7" are equal). Each key starts and ends with a text
- * chunk, possibly empty; a key that is a prefix of the other is the smaller.
+ * text by code point, digit runs by their value; ids whose chunks are equal ("c007", "c7") by the id itself, code
+ * point by code point, so no two distinct ids tie. Each key starts and ends with a text chunk, possibly empty; a key
+ * that is a prefix of the other is the smaller.
  */
 public final class Natural {
     private Natural() {}
 
-    /** Negative, zero or positive as {@code a} sorts before, with or after {@code b}. */
+    /** Negative, zero or positive as {@code a} sorts before, with or after {@code b} (zero only when equal). */
     public static int compare(String a, String b) {
+        int order = compareChunks(a, b);
+        return order != 0 ? order : compareCodePoints(a, b);
+    }
+
+    private static int compareChunks(String a, String b) {
         if (isAscii(a) && isAscii(b)) {
             return compareAscii(a, b);
         }

@@ -59,10 +59,13 @@ class CoreTest {
         List<String> ids = new ArrayList<>(List.of("c10", "c2", "b", "c", "c2x", "surplus-3", "c2a1", "", "10", "9",
                 "c07", "c7", "c\u0661\u0660"));
         ids.sort(Natural::compare);
-        // "c07" and "c7" are equal keys (kept in their order); Arabic-Indic ١٠ is ten, as Python's int() reads it.
+        // "c07" and "c7" have equal chunks, so the ids themselves order them; Arabic-Indic ١٠ is ten, as Python's int()
+        // reads it, and follows "c10" by code point.
         assertEquals(List.of("", "9", "10", "b", "c", "c2", "c2a1", "c2x", "c07", "c7", "c10", "c\u0661\u0660",
                 "surplus-3"), ids);
-        assertEquals(0, Natural.compare("c10", "c\u0661\u0660"));
+        assertTrue(Natural.compare("c10", "c\u0661\u0660") < 0);
+        assertTrue(Natural.compare("c7", "c07") > 0);
+        assertEquals(0, Natural.compare("c7", "c7"));
     }
 
     @Test
