@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import IO, Any, Protocol
 
 from groupfit_client.client import GroupfitClient
@@ -422,28 +422,8 @@ def settings_of(args: argparse.Namespace) -> Settings:
         raise AutoscaleError(f"--params must be a JSON object: {exc}") from None
     if not isinstance(params, dict):
         raise AutoscaleError('--params must be a JSON object, e.g. {"max_moves": 2}')
-    settings = Settings(
-        bootstrap_servers=args.bootstrap_servers,
-        topic=args.topic,
-        group=args.group,
-        strategy=args.strategy,
-        consumer_command=shlex.split(args.consumer_command),
-        events_log=args.events_log,
-        service_url=args.service_url,
-        consumers=args.consumers,
-        mu=args.mu,
-        w_sla=args.w_sla,
-        f_up=args.f_up,
-        f_down=args.f_down,
-        rebalance_s=args.rebalance_s,
-        interval_s=args.interval_s,
-        min_consumers=args.min_consumers,
-        max_consumers=args.max_consumers,
-        duration_s=args.duration_s,
-        params=params,
-        settle_timeout_s=args.settle_timeout_s,
-        stop_timeout_s=args.stop_timeout_s,
-    )
+    given = {f.name: getattr(args, f.name) for f in fields(Settings)}  # the flags have the fields' names
+    settings = Settings(**{**given, "consumer_command": shlex.split(args.consumer_command), "params": params})
     settings.check()
     return settings
 
