@@ -47,11 +47,12 @@ def put_rates(url: str, group: str, topic: str, rates: list[float]) -> None:
 
 
 def skew(assignment: dict[str, list[dict]]) -> list[float]:
-    """The partitions of the member holding the most become hot (40), the others cool (10): that member is over
-    its capacity of 100, and the same three members can hold it all (at most 6 × 40 + 6 × 10 = 300)."""
+    """The member holding the most partitions (k ≥ 4 of 12) gets 150 of rate on them, 150 / k each, over its
+    capacity of 100; every other partition gets 10. At most 230 in all: the same three members hold it within
+    their capacities, and the group's size does not change (no up, no down: only a reassignment helps)."""
     hot_member = max(sorted(assignment), key=lambda m: len(assignment[m]))
     hot = {p["partition"] for p in assignment[hot_member]}
-    return [40.0 if p in hot else 10.0 for p in range(PARTITIONS)]
+    return [150.0 / len(hot) if p in hot else 10.0 for p in range(PARTITIONS)]
 
 
 def loads(assignment: dict[str, list[dict]], rates: list[float]) -> dict[str, float]:
