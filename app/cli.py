@@ -27,6 +27,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "scale a consumer group's processes on its rates and lags (from the broker's offsets)",
     ),
     "rates-job": ("app.pipeline.commands", "the Spark job that measures partition rates and lags for the service"),
+    "spark-kafka-jars": (
+        "app.pipeline.commands",
+        "Spark's Kafka connector for the installed PySpark (resolved once with Maven), for spark-submit --jars",
+    ),
     "placement": (
         "app.cluster.commands",
         "place partition replicas on brokers (seed 003), from a file or a live cluster",

@@ -15,7 +15,7 @@ from app.api.auth import Writer
 from app.api.routes import _answers, _body, _json, _read_body
 from app.codec.placement import PlacementRequest
 from app.codec.wire import decode
-from app.service.placement import plan
+from app.service.placement import PlacementLimits, plan
 
 router = APIRouter()
 
@@ -34,5 +34,5 @@ _PLACEMENT = msgspec.json.Decoder(PlacementRequest)
 )
 async def place_replicas(request: Request, _: Writer) -> Response:
     placement_request = decode(_PLACEMENT, await _read_body(request))
-    limit = request.app.state.settings.max_partitions
-    return _json(await asyncio.to_thread(plan, placement_request, limit))
+    limits = PlacementLimits.of(request.app.state.settings)
+    return _json(await asyncio.to_thread(plan, placement_request, limits))

@@ -1,7 +1,7 @@
 """The one error type and the closed set of error codes: a stable code and a sentence a person can act on.
 
 Every code a client can receive is a member of `ErrorCode`; the API keys its HTTP status by it
-(app/api/errors.py) and README and the OpenAPI description list them all (a test checks both).
+(app/api/errors.py) and docs/api.md and the OpenAPI description list them all (tests check both).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Hand-worked cases of the model and the twelve algorithms of Landau et al. (worked from the paper
-and the facts of the published implementation listed in README's Algorithms section, not from running the code)."""
+and the facts of the published implementation listed in docs/algorithms.md, not from running the code)."""
 
 from __future__ import annotations
 
