@@ -79,10 +79,10 @@ def run(args: argparse.Namespace) -> int:
     if args.input is not None:
         from app.cli import _read
 
-        given = [f"--{name.replace('_', '-')}" for name in LIVE_ONLY if getattr(args, name) is not None]
-        if given:
+        live_only = [f"--{name.replace('_', '-')}" for name in LIVE_ONLY if getattr(args, name) is not None]
+        if live_only:
             print(
-                f"groupfit placement: {', '.join(given)} go with --bootstrap-servers; a request file carries its "
+                f"groupfit placement: {', '.join(live_only)} go with --bootstrap-servers; a request file carries its "
                 "own solver and options.",
                 file=sys.stderr,
             )

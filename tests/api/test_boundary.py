@@ -61,7 +61,7 @@ async def api():
     app = create_app(Settings(redis_url="redis://127.0.0.1:1/0"))  # stateless assigns need no Redis
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
         yield client
-    await app.state.store.close()
+    await app.state.services.store.close()
 
 
 @pytest.mark.parametrize(("body", "code"), BAD_REQUESTS)

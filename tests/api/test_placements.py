@@ -23,7 +23,7 @@ async def api(monkeypatch):
     app = create_app(Settings(redis_url="redis://127.0.0.1:1/0"))  # placements store nothing: no Redis needed
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
         yield client
-    await app.state.store.close()
+    await app.state.services.store.close()
 
 
 WRITER = {"Authorization": "Bearer writer"}
@@ -123,7 +123,7 @@ async def test_sizes_beyond_the_settings_are_refused_before_any_work(limit, chan
         app = create_app(Settings(redis_url="redis://127.0.0.1:1/0", **settings))
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
             response = await client.post("/v1/placements", json=request)
-        await app.state.store.close()
+        await app.state.services.store.close()
         assert response.status_code == expected, response.text
         if expected == 422:
             assert response.json()["error"]["code"] == code and response.json()["error"]["details"]

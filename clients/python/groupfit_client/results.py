@@ -174,6 +174,12 @@ class AlgorithmInfo(Readable):
     description: str
     source: str
     params: Json
+    paper: int | None
+    """Its place among the twelve algorithms of Landau et al. §VI-A (1 = nf … 12 = mbfp); None: not one."""
+    cheap: bool
+    """Computed on the service's event loop when small (n log n work, no search budget)."""
+    compiled: bool
+    """The service computes it with its compiled core."""
     raw: Json = field(repr=False, compare=False)
 
 
