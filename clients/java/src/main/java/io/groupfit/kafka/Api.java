@@ -113,6 +113,26 @@ public final class Api {
     @JsonIgnoreProperties(value = {"details"}, ignoreUnknown = true)
     public record ErrorDetail(@JsonProperty(required = true) String code, @JsonProperty(required = true) String message) {}
 
+    /** GET /v1/groups/{group}/scale: up, down, reass (the same members, reassigned) or none, and why. */
+    @JsonIgnoreProperties(ignoreUnknown = true)
+    public record ScaleSignal(
+            @JsonProperty(required = true) String group,
+            @JsonProperty(required = true) String algorithm,
+            double capacity,
+            int needed,
+            int current,
+            @JsonProperty("lower_bound") int lowerBound,
+            @JsonProperty("total_rate") double totalRate,
+            @JsonProperty(required = true) List<String> overloaded,
+            @JsonProperty(required = true) String action,
+            @JsonProperty(required = true) String reason,
+            @JsonProperty(value = "rates_window_end", required = true) String ratesWindowEnd,
+            int unowned,
+            @JsonProperty(required = true) List<String> remove,
+            Double rscore,
+            Integer moves,
+            Double gain) {}
+
     @JsonIgnoreProperties(ignoreUnknown = true)
     public record ErrorResponse(@JsonProperty(required = true) ErrorDetail error) {}
 }
