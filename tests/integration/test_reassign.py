@@ -17,11 +17,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from groupfit_client import AsyncGroupfitClient, PartitionRate
 from groupfit_client.assignor import enforce_if_due, groupfit_assignor
 
-from tests.integration.test_java_clients import (  # noqa: F401 (java_build and consumers are fixtures)
+from tests.integration.test_java_clients import (  # noqa: F401 (consumers is a fixture)
     JavaConsumer,
     consumers,
     holds_the_services_assignment,
-    java_build,
     stored,
     wait_until,
 )
@@ -64,7 +63,7 @@ def decision(url: str, group: str) -> dict:
 
 
 @pytest.mark.parametrize("mode", ["eager", "cooperative"])
-def test_java_leader_rebalances_once_when_the_rates_drift(mode, java_build, kafka_broker, live_service, consumers):  # noqa: F811
+def test_java_leader_rebalances_once_when_the_rates_drift(mode, java_build, kafka_broker, live_service, consumers):  # noqa: F811 (consumers)
     bootstrap, url = kafka_broker.bootstrap_servers, live_service.url
     topic, group = make_topic(bootstrap), f"reass-{mode}-{uuid.uuid4().hex[:6]}"
     put_rates(url, group, topic, [20.0] * PARTITIONS)
