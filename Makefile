@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip install --quiet
 
-.PHONY: run test check docs demo demo-check bench fuzz-placement openapi clean browser
+.PHONY: run test check docs demo demo-check bench fuzz-placement fuzz-cores openapi clean browser
 
 # One virtualenv; each target installs what it needs on top (a stamp per set, redone when a pyproject changes).
 $(BIN)/python:
@@ -64,6 +64,13 @@ bench: $(VENV)/.all
 FUZZ_SECONDS ?= 600
 fuzz-placement: $(VENV)/.all
 	$(BIN)/python bench/fuzz_placement.py --seconds $(FUZZ_SECONDS)
+
+# The differential fuzz of the two cores on extreme numbers (docs/compiled-core.md): FUZZ_CASES requests per
+# algorithm, a seed from the clock (`make test` runs the same test on a fixed seed).
+FUZZ_CASES ?= 2000
+fuzz-cores: $(VENV)/.all
+	seed=$$(date +%s); echo "GROUPFIT_FUZZ_SEED=$$seed"; \
+	GROUPFIT_FUZZ_SEED=$$seed GROUPFIT_FUZZ_CASES=$(FUZZ_CASES) $(BIN)/python -m pytest -q tests/unit/codec/test_core_extremes.py -k agree
 
 # The browser tests drive Debian's chromium (Playwright's own builds cannot be downloaded here); needs root.
 browser:

@@ -25,6 +25,7 @@ STATUS: dict[ErrorCode, int] = {
             ErrorCode.INVALID_CAPACITY,
             ErrorCode.DUPLICATE_PARTITION,
             ErrorCode.INVALID_PREVIOUS,
+            ErrorCode.INVALID_ASSIGNMENT,
             ErrorCode.INVALID_MEMBERS,
             ErrorCode.INVALID_RACKS,
             ErrorCode.INVALID_PARAMETER,

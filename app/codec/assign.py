@@ -68,6 +68,15 @@ class AssignRequest(Struct, forbid_unknown_fields=True, kw_only=True):
         ),
     ] = UNSET
     params: dict[str, Any] = msgspec.field(default_factory=dict)
+    assignment: Annotated[
+        dict[ConsumerId, list[PartitionRef]] | None,
+        Meta(
+            description="an assignment computed elsewhere (a broker-side assignor, a leader's local fallback) to "
+            "record: nothing is computed; it must place every partition once (on members, when members are "
+            "given), and the answer gives its moves, delta, Rscore and loads, stored as a version as usual; "
+            "'algorithm' names what computed it"
+        ),
+    ] = None
     group: GroupName | None = None
     expected_version: Annotated[int, Meta(ge=0)] | None = None
     dry_run: bool = False

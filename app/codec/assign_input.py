@@ -4,7 +4,7 @@ its group has stored (`completed` → a `Computation`), and computes it on the e
 worker into the same `Computed`: the answer's JSON and what is stored and observed of it.
 
 - The compiled way: the compiled core reads the partitions, previous assignment and members into arrays
-  (native/src/input.rs), solves them and writes the answer (sparse delta).
+  (native/src/request.rs), solves them and writes the answer (sparse delta).
 - The reference way: msgspec decodes the whole body, `app.core.assign.solve` solves the Problem (by the
   compiled solve adapter where it runs the algorithm, `Limits.native`), and the answer is built by `answer_of`.
 """
@@ -30,10 +30,10 @@ from app.codec.assign import (
     problem_of,
 )
 from app.codec.groups import HISTORY_MOVES
-from app.codec.wire import PartitionRate, check_unique_keys, convert, decode, encode, wired
+from app.codec.wire import PartitionRate, check_unique_keys, convert, decode, encode, keys_of, wired
 from app.core import native
 from app.core.algorithm import Algorithm, algorithms, get_algorithm
-from app.core.assign import Outcome, solve
+from app.core.assign import Outcome, record, solve
 from app.core.errors import AssignmentError, ErrorCode
 from app.core.model import MAX_CONSUMERS, PartitionKey, within
 
@@ -167,7 +167,12 @@ def decode_assign(
             else:
                 algorithm = algorithms().get(request.algorithm)
                 # (a partition or member with racks is read the reference's way; so are previous_racks)
-                if algorithm is not None and algorithm.compiled and not request.previous_racks:
+                if (
+                    algorithm is not None
+                    and algorithm.compiled
+                    and request.assignment is None
+                    and not request.previous_racks
+                ):
                     return CompiledInput(request, bulk, body)
     return ReferenceInput.of(decode(_REQUEST, body, unique_keys), dense, keyed, b"" if unique_keys else body)
 
@@ -225,7 +230,7 @@ class CompiledComputation:
         history."""
         request = self.request
         stored = bool(request.group) and not request.dry_run
-        algorithm, params = _algorithm_of(request, self.bulk.size, limits)
+        algorithm, params = algorithm_of(request, self.bulk.size, limits)
         started = time.perf_counter()
         solution, lower_bound = native.solve_bulk(
             self.bulk, algorithm.name, self.capacity, params, limits.max_consumers
@@ -321,7 +326,8 @@ class ReferenceComputation(msgspec.Struct, array_like=True):
 
     def inline(self, limits: Limits) -> bool:
         size = len(self.partitions) + len(self.request.members or ()) + sum(map(len, self.previous.values()))
-        return get_algorithm(self.request.algorithm).cheap and size <= limits.inline_partitions
+        cheap = self.request.assignment is not None or get_algorithm(self.request.algorithm).cheap  # given: O(n)
+        return cheap and size <= limits.inline_partitions
 
     def offload(self) -> ReferenceComputation:
         return self
@@ -362,11 +368,15 @@ def reference_answer(
     limits: Limits,
     stored_racks: StoredRacks | None = None,
 ) -> tuple[Outcome, AssignResponse, float]:
-    """The reference's way: validate, solve, build the answer (and the seconds the algorithm took)."""
-    algorithm, params = _algorithm_of(request, len(partitions), limits)
+    """The reference's way: validate, solve (or take the assignment given), build the answer (and the seconds the
+    algorithm took)."""
+    algorithm, params = algorithm_of(request, len(partitions), limits)
     problem = problem_of(request, partitions, previous, capacity, limits.max_consumers, stored_racks)
     started = time.perf_counter()
-    outcome = solve(problem, algorithm, params, limits.native)
+    if request.assignment is not None:
+        outcome = record(problem, algorithm.name, {c: keys_of(held) for c, held in request.assignment.items()})
+    else:
+        outcome = solve(problem, algorithm, params, limits.native)
     seconds = time.perf_counter() - started
     if dense and outcome.dense_delta_size() > limits.max_dense_cells:
         raise AssignmentError(
@@ -377,7 +387,7 @@ def reference_answer(
     return outcome, answer_of(outcome, dense), seconds
 
 
-def _algorithm_of(request: AssignRequest, partitions: int, limits: Limits) -> tuple[Algorithm, BaseModel | None]:
+def algorithm_of(request: AssignRequest, partitions: int, limits: Limits) -> tuple[Algorithm, BaseModel | None]:
     """The request's algorithm and parameters, within the service's limits."""
     if partitions > limits.max_partitions:
         raise AssignmentError(

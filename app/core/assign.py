@@ -1,6 +1,7 @@
 """One rebalance end to end: problem → algorithm → assignment, delta, moves, Rscore.
 
-`solve` is what the service, the CLI and the replay share; the answer's wire form is built from its
+`solve` is what the service, the CLI and the replay share (`record`: an assignment computed elsewhere, taken as
+it is); the answer's wire form is built from its
 `Outcome` by the codec (app/codec/assign.py). This module is the reference; `app.core.native` runs the
 same algorithms compiled (`solve(..., native=True)`) and must give the same Outcome.
 """
@@ -9,13 +10,15 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from app.core import native as compiled
 from app.core.algorithm import Algorithm
 from app.core.delta import Delta, delta, dense_size, migrated, rscore
-from app.core.model import ROUNDING, Problem, consumer_sort_key, sorted_consumers, within
+from app.core.errors import AssignmentError, ErrorCode
+from app.core.model import ROUNDING, PartitionKey, Problem, consumer_sort_key, sorted_consumers, within
 from app.core.zones import NO_RACK
 
 
@@ -100,11 +103,71 @@ def solve(problem: Problem, algorithm: Algorithm, params: Any, native: bool = Fa
     if problem.members is not None:
         assignment = _fold_into_members(problem, assignment)
     owner, loads = _owners_and_loads(problem, assignment, algorithm.name)
-    zones = None if problem.zones is None else zone_report(problem, assignment, packing.racks)
+    return _outcome(problem, algorithm.name, assignment, owner, loads, packing.outputs, bins_used, packing.racks)
+
+
+def record(problem: Problem, algorithm: str, given: Mapping[str, Sequence[PartitionKey]]) -> Outcome:
+    """The outcome of an assignment computed elsewhere (a broker-side assignor, a leader's local fallback),
+    named by the algorithm that computed it: nothing is computed but its moves, loads and Rscore. It must place
+    every partition exactly once, on members when the problem has them (`invalid_assignment` otherwise)."""
+    index, members = problem.index, problem.members
+    member_set = None if members is None else set(members)
+    owner: list[str | None] = [None] * problem.size
+    assignment: dict[str, list[int]] = {}
+    for consumer, keys in given.items():
+        if not consumer or (member_set is not None and consumer not in member_set):
+            raise AssignmentError(
+                ErrorCode.INVALID_ASSIGNMENT,
+                f"the assignment names consumer {consumer!r}, which is not a member; give partitions only to members.",
+                {"consumer": consumer},
+            )
+        held = assignment.setdefault(consumer, [])
+        for key in keys:
+            j = index.get(tuple(key))  # type: ignore[arg-type]
+            if j is None or owner[j] is not None:
+                why = "is not among the partitions" if j is None else f"is also given to {owner[j]!r}"
+                raise AssignmentError(
+                    ErrorCode.INVALID_ASSIGNMENT,
+                    f"partition {key[0]}/{key[1]} {why}; the assignment must place each partition once.",
+                    {"partition": tuple(key), "consumer": consumer},
+                )
+            owner[j] = consumer
+            held.append(j)
+    unplaced = [problem.keys[j] for j, o in enumerate(owner) if o is None]
+    if unplaced:
+        raise AssignmentError(
+            ErrorCode.INVALID_ASSIGNMENT,
+            f"partition {unplaced[0][0]}/{unplaced[0][1]} has no consumer in the assignment ({len(unplaced)} in all); "
+            "the assignment must place each partition once.",
+            {"partitions": unplaced[:20]},
+        )
+    # as an algorithm's answer: members keep their place even when given nothing; other consumers only with partitions
+    if members is not None:
+        assignment = {m: assignment.get(m, []) for m in members}
+    else:
+        assignment = {c: held for c, held in assignment.items() if held}
+    bins_used = sum(1 for held in assignment.values() if held)
+    placed, loads = _owners_and_loads(problem, assignment, algorithm)
+    return _outcome(problem, algorithm, assignment, placed, loads, {"given": True}, bins_used, {})
+
+
+def _outcome(
+    problem: Problem,
+    algorithm: str,
+    assignment: dict[str, list[int]],
+    owner: list[str],
+    loads: dict[str, float],
+    outputs: dict[str, Any],
+    bins_used: int,
+    racks: dict[str, str],
+) -> Outcome:
+    """An assignment's outcome: its moves from the previous one, their Rscore, the partitions above capacity, and
+    (zone-aware) the consumers' racks (`racks`: those the algorithm chose) and cross-zone rates."""
+    zones = None if problem.zones is None else zone_report(problem, assignment, racks)
     moved = migrated(problem, owner)
     previous_owner, capacity_of, rates = problem.previous_owner, problem.capacity_of, problem.rates
     return Outcome(
-        algorithm=algorithm.name,
+        algorithm=algorithm,
         problem=problem,
         assignment=assignment,
         consumers=sorted_consumers(assignment),
@@ -114,7 +177,7 @@ def solve(problem: Problem, algorithm: Algorithm, params: Any, native: bool = Fa
         moved_from=[previous_owner[j] or "" for j in moved],
         rscore=rscore(problem, moved),
         overloaded=[j for j, rate in enumerate(rates) if rate > capacity_of(owner[j])],
-        outputs=packing.outputs,
+        outputs=outputs,
         bins_used=bins_used,
         zones=zones,
     )

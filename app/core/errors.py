@@ -21,6 +21,7 @@ class ErrorCode(StrEnum):
     INVALID_CAPACITY = "invalid_capacity"
     DUPLICATE_PARTITION = "duplicate_partition"
     INVALID_PREVIOUS = "invalid_previous"
+    INVALID_ASSIGNMENT = "invalid_assignment"
     INVALID_MEMBERS = "invalid_members"
     INVALID_RACKS = "invalid_racks"
     INVALID_PARAMETER = "invalid_parameter"
