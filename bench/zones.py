@@ -183,7 +183,8 @@ def main() -> None:
                     f"{n:>10} {scenario:<22} {algorithm + (' zones' if zoned else ''):<12} {consumers:>9.1f} "
                     f"{consumers / base_consumers:>6.3f} {rscore:>7.2f} {rscore / base_rscore if base_rscore else 0:>6.2f} "
                     f"{100 * statistics.fmean(cross):>9.2f}% {100 * max(cross):>5.1f}% "
-                    f"{f'{100 * statistics.fmean(run.bound):.1f}%' if run.bound else '-':>6} {max(run.overloaded):>5} "
+                    f"{f'{100 * statistics.fmean(run.bound[1:] or run.bound):.1f}%' if run.bound else '-':>6} "
+                    f"{max(run.overloaded):>5} "
                     f"{1000 * statistics.fmean(run.seconds):>8.1f}",
                     flush=True,
                 )

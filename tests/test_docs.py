@@ -62,8 +62,13 @@ def agrees(shown: object, answered: object) -> bool:
 
 @pytest.mark.parametrize(
     ("page", "command"),
-    [(README, "assign"), (DOCS / "api.md", "assign"), (DOCS / "placement.md", "placement")],
-    ids=["README", "api", "placement"],
+    [
+        (README, "assign"),
+        (DOCS / "api.md", "assign"),
+        (DOCS / "zones.md", "assign"),
+        (DOCS / "placement.md", "placement"),
+    ],
+    ids=["README", "api", "zones", "placement"],
 )
 def test_the_examples_answer_what_the_code_answers(page, command, tmp_path, capsys):
     request, shown = EXAMPLE.search(page.read_text()).groups()

@@ -102,8 +102,11 @@ public final class Api {
             String group,
             Long version) {}
 
-    /** GET /v1/groups/{group}: what the broker-side assignor reads of it (the stored assignment is left out). */
-    @JsonIgnoreProperties(value = {"assignment"}, ignoreUnknown = true)
+    /**
+     * GET /v1/groups/{group}: what the broker-side assignor reads of it (the stored assignment and the consumers'
+     * racks are left out).
+     */
+    @JsonIgnoreProperties(value = {"assignment", "racks"}, ignoreUnknown = true)
     public record GroupState(
             @JsonProperty(required = true) String group,
             long version,
