@@ -188,7 +188,7 @@ def test_members_of_their_own_capacity(tmp_path, capsys):
     ("members", "code"),
     [
         ([{"id": "a", "capacity": 0}], "invalid_capacity"),
-        ([{"id": "a"}], "invalid_members"),
+        ([{"id": "a", "cores": 2}], "invalid_members"),
         ([{"id": "a", "capacity": 50}, "a"], "invalid_members"),
     ],
 )

@@ -77,7 +77,7 @@ class SearchState:
         consumer = self.zone_pool.open_for(self.zones.of_partition[j], self.problem.previous_owner[j])  # type: ignore[union-attr]
         return -1 if consumer is None else self.add(consumer)
 
-    def add(self, consumer: str, rack: int = NO_RACK) -> int:
+    def add(self, consumer: str) -> int:
         """A consumer the pool opened, as an empty bin."""
         b = len(self.ids)
         self.ids.append(consumer)
@@ -85,7 +85,7 @@ class SearchState:
         self.cap.append(self.problem.capacity_of(consumer))
         self.held.append([])
         self.load.append(0.0)
-        self.rack.append(self.zone_pool.rack_of(consumer) if self.zones is not None else rack)
+        self.rack.append(self.zone_pool.rack_of(consumer) if self.zones is not None else NO_RACK)
         self.bin_of[consumer] = b
         return b
 
