@@ -23,6 +23,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("app.sim.commands", "the paper's experiments as an HTML report with plots"),
     "demo": ("app.local.demo", "the whole stack on loopback without Docker, with a live view"),
     "rates-job": ("app.pipeline.commands", "the Spark job that measures partition rates and lags for the service"),
+    "experiment": (
+        "app.experiment.commands",
+        "seed 001's autoscaling experiment on a live Apache Kafka group: runs, report, summary table",
+    ),
     "placement": (
         "app.cluster.commands",
         "place partition replicas on brokers (seed 003), from a file or a live cluster",
