@@ -13,6 +13,8 @@ from starlette.responses import FileResponse, RedirectResponse, Response
 
 from app.api.auth import Authenticated, ReadableGroup
 from app.api.routes import _answers, _endpoint, _json
+from app.codec.operations import scale_query
+from app.core.decision import MIN_GAIN
 from app.core.errors import AssignmentError, ErrorCode
 from app.service.operations import OperationsService
 
@@ -89,11 +91,50 @@ async def replay_group(
     "/v1/groups/{group}/scale",
     "get_scale",
     "groups",
-    "The consumers the group needs for its stored rates (its algorithm and capacity) against those it has",
+    "What the group needs for its stored rates: up, down, reass (the same members, reassigned) or none, with why",
     _answers("ScaleSignal", 404, 422, 503),
 )
-async def scale(request: Request, group: ReadableGroup) -> Response:
-    return _json(await _operations(request).scale(group))
+async def scale(
+    request: Request,
+    group: ReadableGroup,
+    algorithm: str | None = Query(None, max_length=100, description="default: the group's stored algorithm"),
+    params: str | None = Query(
+        None,
+        max_length=10_000,
+        description='the algorithm\'s parameters, a JSON object, e.g. {"mu": 200, "w_sla": 0.5}',
+    ),
+    member_capacities: str | None = Query(
+        None, max_length=100_000, description='members of their own capacity, a JSON object, e.g. {"c1": 200}'
+    ),
+    f_up: float | None = Query(
+        None, gt=0, le=1, description="up when the algorithm packing into f_up·C needs more consumers (default 1)"
+    ),
+    f_down: float | None = Query(
+        None, gt=0, lt=1, description="down when packing into f_down·C still needs fewer (default 0.7)"
+    ),
+    min_gain: float = Query(
+        MIN_GAIN, ge=0, allow_inf_nan=False, description="excess (in consumers) a reassignment must remove"
+    ),
+    max_rscore: float | None = Query(
+        None, ge=0, allow_inf_nan=False, description="most Rscore a reassignment may spend"
+    ),
+    max_moves: int | None = Query(None, ge=0, description="most partitions a reassignment may move"),
+    min_interval_s: float = Query(
+        0, ge=0, le=86_400, description="no reassignment while the stored assignment is younger than this"
+    ),
+) -> Response:
+    query = scale_query(
+        params,
+        member_capacities,
+        algorithm=algorithm,
+        f_up=f_up,
+        f_down=f_down,
+        min_gain=min_gain,
+        max_rscore=max_rscore,
+        max_moves=max_moves,
+        min_interval_s=min_interval_s,
+    )
+    return _json(await _operations(request).scale(group, query))
 
 
 def install_pages(app: FastAPI) -> None:

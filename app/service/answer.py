@@ -62,7 +62,7 @@ def compute(
     limits: Limits,
 ) -> tuple[Outcome, AssignResponse, float]:
     """The pure part: validate, solve, build the answer (and the seconds the algorithm took). No store, no HTTP."""
-    algorithm, params = _algorithm_of(request, len(partitions), limits)
+    algorithm, params = algorithm_of(request, len(partitions), limits)
     problem = problem_of(request, partitions, previous, capacity, limits.max_consumers)
     started = time.perf_counter()
     outcome = solve(problem, algorithm, params, limits.native)
@@ -76,7 +76,7 @@ def compute(
     return outcome, answer_of(outcome, dense), seconds
 
 
-def _algorithm_of(request: AssignRequest, partitions: int, limits: Limits) -> tuple[Algorithm, BaseModel | None]:
+def algorithm_of(request: AssignRequest, partitions: int, limits: Limits) -> tuple[Algorithm, BaseModel | None]:
     """The request's algorithm and parameters, within the service's limits."""
     if partitions > limits.max_partitions:
         raise AssignmentError(
@@ -101,7 +101,7 @@ def compute_compiled(
     """`compute` and `run_job` for a request the compiled core read (`decode_assign`): the same checks in the
     same order, and the answer (sparse delta) written by the compiled core; with `stored`, also the assignment
     as the store keeps it and the moves of the history."""
-    algorithm, params = _algorithm_of(request, bulk.size, limits)
+    algorithm, params = algorithm_of(request, bulk.size, limits)
     started = time.perf_counter()
     solution, lower_bound = native.solve_bulk(bulk, algorithm.name, capacity, params, limits.max_consumers)
     seconds = time.perf_counter() - started

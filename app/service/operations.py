@@ -10,7 +10,6 @@ from typing import Protocol
 
 import msgspec
 
-from app.codec.assign import AssignRequest
 from app.codec.evaluate import LatencyFigures, Measurement
 from app.codec.operations import (
     GroupList,
@@ -19,14 +18,15 @@ from app.codec.operations import (
     RatesWindow,
     ReplayResponse,
     ReplayRun,
+    ScaleQuery,
     ScaleSignal,
 )
-from app.codec.wire import PartitionRate, convert
+from app.codec.wire import PartitionRate
 from app.core.errors import AssignmentError, ErrorCode
-from app.core.model import within
-from app.service.answer import AssignJob, Limits
+from app.service.answer import Limits
 from app.service.assign import AssignService
 from app.service.compute import ComputePool
+from app.service.scaling import scale_signal
 from app.settings import Settings
 from app.sim.history import cadence
 from app.sim.latency import THROUGHPUT_PER_CAPACITY
@@ -34,9 +34,7 @@ from app.store.groups import GroupStore, StoreUnavailable
 
 log = logging.getLogger("groupfit")
 
-FALLBACK_ALGORITHM = "bfd"
-"""Sizes a group whose own algorithm cannot run without members (kip441, Kafka's assignors): the fewest
-consumers of the Any Fit family (Landau et al. §VI-D)."""
+DEFAULT_SCALE_QUERY = ScaleQuery()
 
 
 class ScaleObserver(Protocol):
@@ -169,9 +167,9 @@ class OperationsService:
         except AssignmentError as exc:
             log.debug("no scaling signal", extra={"fields": {"group": group, "error_code": exc.code.value}})
 
-    async def scale(self, group: str) -> ScaleSignal:
-        """The consumers the group's algorithm (with its capacity, from its stored assignment) needs for the
-        stored rates, against the consumers it has."""
+    async def scale(self, group: str, query: ScaleQuery = DEFAULT_SCALE_QUERY) -> ScaleSignal:
+        """The action the group needs for its stored rates (app/core/decision.py), by the query's algorithm or
+        the group's own, with the capacity of its stored assignment."""
         stored = await self.store.get(group)
         if stored is None:
             raise _not_found(f"group {group!r} has no stored assignment; POST /v1/assign with 'group' first.")
@@ -180,47 +178,12 @@ class OperationsService:
             raise AssignmentError(
                 ErrorCode.NO_RATES, f"group {group!r} has no stored rates; PUT /v1/groups/{group}/rates first."
             )
-        partitions = convert(rates["partitions"], list[PartitionRate])
-        algorithm, note = stored.algorithm, ""
-
-        def size(name: str) -> AssignJob:
-            request = AssignRequest(algorithm=name, dry_run=True)
-            return AssignJob(request, partitions, stored.assignment, stored.capacity, False, self.limits)
-
-        try:
-            outcome = await self.assigner.run(size(algorithm))
-        except AssignmentError as exc:
-            if exc.code not in (ErrorCode.INVALID_MEMBERS, ErrorCode.INVALID_PARAMETER):
-                raise
-            note = f" ({algorithm} cannot size a group without its members, so {FALLBACK_ALGORITHM} did)"
-            algorithm = FALLBACK_ALGORITHM
-            outcome = await self.assigner.run(size(algorithm))
-        rate = {(p.topic, p.partition): p.rate for p in partitions}
-        loads = {c: sum(rate.get(key, 0.0) for key in held) for c, held in stored.assignment.items() if held}
-        overloaded = sorted(c for c, load in loads.items() if not within(load, stored.capacity))
-        needed, current, total = outcome.consumer_count, len(loads), sum(rate.values())
-        action = "up" if needed > current else "down" if needed < current else "none"
-        reason = (
-            f"{algorithm} places {len(partitions)} partitions (Σ rate {total:g}) on {needed} consumers of capacity "
-            f"{stored.capacity:g}{note}; the group has {current}"
-            + (f", {len(overloaded)} of them above capacity" if overloaded else "")
-            + f" (lower bound ⌈Σ rate / C⌉ = {outcome.lower_bound})."
+        signal = await scale_signal(
+            group, stored, rates, query, self.limits, self.pool, self.assigner.inline_partitions
         )
         if self.observer is not None:
-            self.observer.scaled(group, needed, current, len(overloaded))
-        return ScaleSignal(
-            group=group,
-            algorithm=algorithm,
-            capacity=stored.capacity,
-            needed=needed,
-            current=current,
-            lower_bound=outcome.lower_bound,
-            total_rate=total,
-            overloaded=overloaded,
-            action=action,
-            reason=reason,
-            rates_window_end=rates["window_end"],
-        )
+            self.observer.scaled(group, signal.needed, signal.current, len(signal.overloaded))
+        return signal
 
 
 def _measurement(partitions: list[list]) -> Measurement:

@@ -75,6 +75,26 @@ public final class Api {
             @JsonProperty("window_end") String windowEnd,
             @JsonProperty("updated_at") String updatedAt) {}
 
+    /** GET /v1/groups/{group}/scale: up, down, reass (the same members, reassigned) or none, and why. */
+    @JsonIgnoreProperties(ignoreUnknown = true)
+    public record ScaleSignal(
+            String group,
+            String algorithm,
+            double capacity,
+            int needed,
+            int current,
+            @JsonProperty("lower_bound") int lowerBound,
+            @JsonProperty("total_rate") double totalRate,
+            List<String> overloaded,
+            String action,
+            String reason,
+            @JsonProperty("rates_window_end") String ratesWindowEnd,
+            int unowned,
+            List<String> remove,
+            Double rscore,
+            Integer moves,
+            Double gain) {}
+
     @JsonIgnoreProperties(ignoreUnknown = true)
     public record ErrorDetail(String code, String message) {}
 

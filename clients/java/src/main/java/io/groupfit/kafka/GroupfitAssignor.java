@@ -34,6 +34,9 @@ import org.slf4j.LoggerFactory;
  * <p>With {@code groupfit.rebalance.protocol=cooperative} a partition that changes member is first revoked from its
  * owner and given to its new member in the follow-up rebalance (as CooperativeStickyAssignor does), so no partition
  * is owned by two members at once; the follow-up completes the same target without asking again.
+ *
+ * <p>With {@code groupfit.reassign.interval.ms} set, the leader also rebalances the group when the rates drift and the
+ * membership does not: the application calls {@link GroupfitRebalance#enforceIfDue} after each poll.
  */
 public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable {
     public static final String URL = "groupfit.url";
@@ -46,6 +49,8 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
     public static final String IDENTITY = "groupfit.identity";
     public static final String REBALANCE_PROTOCOL = "groupfit.rebalance.protocol";
     public static final String RATES_MAX_AGE_MS = "groupfit.rates.max.age.ms";
+    /** The algorithm's parameters, a JSON object (e.g. least-loaded's {"mu":200,"w_sla":0.5}). */
+    public static final String PARAMS = "groupfit.params";
 
     private static final Logger log = LoggerFactory.getLogger(GroupfitAssignor.class);
 
@@ -72,6 +77,8 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
     private Map<TopicPartition, String> lastTarget = Map.of();
     private List<String> lastMembers = List.of();
     private volatile Report lastReport;
+    // The leader's check for a rebalance when the rates drift (GroupfitRebalance), kept apart from assign().
+    private Reassigner reassigner;
 
     @Override
     public void configure(Map<String, ?> configs) {
@@ -102,7 +109,20 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
         Object token = configs.get(TOKEN);
         GroupfitClient client = new GroupfitClient(url.toString(), token == null ? null : token.toString(), timeout);
         Duration ratesMaxAge = Duration.ofMillis(Long.parseLong(setting(configs, RATES_MAX_AGE_MS, "10000")));
-        service = new GroupfitService(client, setting(configs, ALGORITHM, "mwf"), ratesMaxAge);
+        service = new GroupfitService(client, setting(configs, ALGORITHM, "mwf"), params(configs.get(PARAMS)), ratesMaxAge);
+        reassigner = Reassigner.configure(configs, service, group, timeout);
+    }
+
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> params(Object value) {
+        if (value == null || value.toString().isBlank()) {
+            return null;
+        }
+        try {
+            return GroupfitClient.JSON.readValue(value.toString(), Map.class);
+        } catch (java.io.IOException e) {
+            throw new ConfigException(PARAMS, value, "must be a JSON object, e.g. {\"mu\":200,\"w_sla\":0.5}");
+        }
     }
 
     static String setting(Map<String, ?> configs, String key, String otherwise) {
@@ -138,6 +158,7 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
         // Every member is about to join and any may become the leader: read the rates now, while the group
         // gathers, so the leader's assign() makes one call instead of two.
         service.rates(group, timeout);
+        reassigner.joining();
         return new MemberData(identity, capacity, owned, generation).encode();
     }
 
@@ -145,6 +166,7 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
     public void onAssignment(Assignment assignment, ConsumerGroupMetadata metadata) {
         owned = List.copyOf(assignment.partitions());
         generation = metadata.generationId();
+        reassigner.joined(metadata);
     }
 
     public Report lastReport() {
@@ -167,6 +189,8 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
                     .forEach(partitions::add);
         }
         Map<TopicPartition, String> current = currentOwners(members, new HashSet<>(partitions));
+        Map<String, Double> sizes = new HashMap<>(); // the members that advertise a capacity of their own
+        members.stream().filter(m -> m.capacity() != null).forEach(m -> sizes.put(m.identity(), m.capacity()));
         boolean homogeneous = subscriptions.values().stream().map(s -> new HashSet<>(s.topics())).distinct().count() <= 1;
 
         Map<TopicPartition, String> target;
@@ -181,8 +205,6 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
                 if (!homogeneous) {
                     throw new GroupfitService.UnusableAnswer("members subscribe to different topics");
                 }
-                Map<String, Double> sizes = new HashMap<>();
-                members.stream().filter(m -> m.capacity() != null).forEach(m -> sizes.put(m.identity(), m.capacity()));
                 GroupfitService.Answer answer = service.ask(
                                 group, defaultCapacity, identities, sizes, partitions, current, timeout)
                         .get(timeout.toNanos(), TimeUnit.NANOSECONDS);
@@ -219,6 +241,7 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
             mine.sort(Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition));
             assignments.put(member.memberId(), new Assignment(mine));
         }
+        reassigner.led(!report.source().equals("fallback"), sizes);
         long micros = (System.nanoTime() - started) / 1000;
         lastReport = new Report(report.source(), report.reason(), report.rscore(), report.moves(),
                 report.overloadedMembers(), report.recommendedConsumers(), report.members(), report.partitions(), micros);

@@ -35,18 +35,34 @@ public final class GroupfitService {
 
     private final GroupfitClient client;
     private final String algorithm;
+    private final Map<String, Object> params;
     private final long ratesMaxAgeNanos;
     private final Map<String, CachedRates> ratesCache = new ConcurrentHashMap<>();
 
     /** {@code ratesMaxAge}: how long stored rates read once are reused (zero: read them for every answer). */
     public GroupfitService(GroupfitClient client, String algorithm, Duration ratesMaxAge) {
+        this(client, algorithm, null, ratesMaxAge);
+    }
+
+    /** {@code params}: the algorithm's parameters, sent with every request (null: the service's defaults). */
+    public GroupfitService(GroupfitClient client, String algorithm, Map<String, Object> params, Duration ratesMaxAge) {
         this.client = client;
         this.algorithm = algorithm;
+        this.params = params == null ? null : Map.copyOf(params);
         this.ratesMaxAgeNanos = ratesMaxAge.toNanos();
     }
 
     public GroupfitClient client() {
         return client;
+    }
+
+    public String algorithm() {
+        return algorithm;
+    }
+
+    /** The algorithm's parameters (null: none set). */
+    public Map<String, Object> params() {
+        return params;
     }
 
     /**
@@ -110,7 +126,7 @@ public final class GroupfitService {
                     .add(new Api.PartitionRef(tp.topic(), tp.partition())));
             List<Object> sized = members.stream().map(id -> Api.member(id, sizes.get(id))).toList();
             Api.AssignRequest request =
-                    new Api.AssignRequest(algorithm, capacity, group, sized, withRates, previous, null);
+                    new Api.AssignRequest(algorithm, capacity, group, sized, withRates, previous, params);
             long remaining = deadline - System.nanoTime();
             if (remaining <= 0) {
                 throw new UnusableAnswer("the timeout passed while reading the rates");

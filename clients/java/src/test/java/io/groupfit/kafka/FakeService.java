@@ -9,7 +9,7 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Function;
 
-/** A stand-in for groupfit in unit tests: canned rates, an assign handler, an optional delay. */
+/** A stand-in for groupfit in unit tests: canned rates, assign and scale handlers, an optional delay. */
 final class FakeService implements AutoCloseable {
     record Reply(int status, String body) {}
 
@@ -20,6 +20,8 @@ final class FakeService implements AutoCloseable {
     volatile long delayMs = 0;
     final java.util.concurrent.atomic.AtomicInteger ratesReads = new java.util.concurrent.atomic.AtomicInteger();
     volatile Function<JsonNode, Reply> assign = request -> new Reply(500, "{}");
+    final List<String> scaleQueries = new CopyOnWriteArrayList<>();
+    volatile Function<String, Reply> scale = query -> new Reply(500, "{}");
 
     FakeService() throws IOException {
         server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
@@ -33,6 +35,10 @@ final class FakeService implements AutoCloseable {
             if (exchange.getRequestMethod().equals("GET") && exchange.getRequestURI().getPath().endsWith("/rates")) {
                 ratesReads.incrementAndGet();
                 reply = new Reply(ratesStatus, rates);
+            } else if (exchange.getRequestMethod().equals("GET") && exchange.getRequestURI().getPath().endsWith("/scale")) {
+                String query = exchange.getRequestURI().getRawQuery();
+                scaleQueries.add(query == null ? "" : query);
+                reply = scale.apply(query == null ? "" : query);
             } else {
                 JsonNode request = GroupfitClient.JSON.readTree(exchange.getRequestBody());
                 if (request.has("group")) { // a stateless request is the broker assignor's warm-up
