@@ -34,6 +34,8 @@ from app.experiment.workload import MU, Workload
 GROUPFIT_STRATEGIES = ("least-loaded", "mwf", "repack")
 AUTOSCALED = (*GROUPFIT_STRATEGIES, "linear")
 STRATEGIES = (*AUTOSCALED, "overprovisioning", "kd_<N>", "controller")
+KIP848_ALGORITHM = "mwf"
+"""groupfit's algorithm on the broker for KIP-848 groups (the broker-side assignor takes no parameters)."""
 
 
 class ExperimentError(RuntimeError):
@@ -55,15 +57,25 @@ class Settings:
     session_ms: int = 45_000
     protocol: str = "classic"  # or "consumer" (KIP-848)
     kafka_assignor: str = "cooperative-sticky"  # Kafka's own, for linear, kd_N and overprovisioning
+    min_consumers: int = 1
     max_consumers: int = 20
     ready_timeout_s: float = 180.0
     drain_timeout_s: float = 300.0
+    linger_s: float = 0.0  # after the drain, keep an autoscaled group up to this long, until it scaled down
     reassign_min_interval_ms: int = 10_000  # the least time between two triggered REASS rebalances
 
-    @property
-    def capacity(self) -> float:
-        """C for the capacity-bound algorithms (mwf, repack): μ·f_up, what least-loaded packs to."""
-        return self.mu * self.f_up
+    def capacity(self, algorithm: str) -> float:
+        """C of the group in groupfit: μ for least-loaded (it packs to μ·f_up itself); μ·f_up for the others
+        (mwf, repack fill a consumer up to C), so every groupfit strategy gives a consumer at most μ·f_up."""
+        return self.mu if algorithm == "least-loaded" else self.mu * self.f_up
+
+    def decision_fill(self, algorithm: str) -> tuple[float, float]:
+        """(f_up, f_down) of the scale decision, against the group's C: the seed's (0.9, 0.4) of μ for every
+        strategy (least-loaded and linear take them as they are; for mwf and repack, whose C is already μ·f_up,
+        they become 1 and f_down / f_up)."""
+        if algorithm in ("least-loaded", "linear"):
+            return self.f_up, self.f_down
+        return 1.0, self.f_down / self.f_up
 
 
 def parse_strategy(name: str) -> tuple[str, int | None]:
@@ -151,7 +163,8 @@ def java_consumer_command(
     if assignor == "groupfit" and settings.protocol == "classic":
         if env.service_url is None:
             raise ExperimentError("groupfit's strategies need the service (--service-url)")
-        command += ["--service-url", env.service_url, "--algorithm", algorithm, "--capacity", f"{settings.capacity:g}"]
+        command += ["--service-url", env.service_url, "--algorithm", algorithm]
+        command += ["--capacity", f"{settings.capacity(algorithm):g}"]
         for key, value in groupfit_consumer_config(settings, algorithm).items():
             command += ["--config", f"{key}={value}"]
     return command
@@ -198,6 +211,10 @@ class Group(ABC):
     def stop(self) -> list[str]:
         return stop_processes(list(reversed(self.processes)))
 
+    def rebalances(self, start_s: float, end_s: float) -> int | None:
+        """Rebalances the group's own driver counted, where the members' generations do not tell them."""
+        return None
+
 
 class FixedGroup(Group):
     """N consumers started by the run itself, for the whole run (kd_N, overprovisioning)."""
@@ -240,10 +257,16 @@ class AutoscaledGroup(Group):
         steps = [(float(d["t"]), int(d["consumers_after"])) for d in self.decisions()]
         return [(t, n) for i, (t, n) in enumerate(steps) if i == 0 or steps[i - 1][1] != n]
 
+    def scaled_down(self) -> bool:
+        """Whether it runs fewer consumers now than at its most."""
+        counts = [n for _, n in self.timeline(0.0)]
+        return bool(counts) and counts[-1] < max(counts)
+
 
 def autoscale_command(
     env: Environment, strategy: str, topic: str, group: str, consumer: list[str], settings: Settings, run_dir: Path
 ) -> list[str]:
+    f_up, f_down = settings.decision_fill(strategy)
     command = [
         sys.executable,
         "-m",
@@ -251,9 +274,9 @@ def autoscale_command(
         "autoscale",
         *("--bootstrap-servers", env.bootstrap, "--topic", topic, "--group", group, "--strategy", strategy),
         *("--mu", f"{settings.mu:g}", "--w-sla", f"{settings.w_sla:g}"),
-        *("--f-up", f"{settings.f_up:g}", "--f-down", f"{settings.f_down:g}"),
+        *("--f-up", f"{f_up:g}", "--f-down", f"{f_down:g}"),
         *("--rebalance-s", f"{settings.rebalance_s:g}", "--interval-s", f"{settings.interval_s:g}"),
-        *("--min-consumers", "1", "--max-consumers", str(settings.max_consumers)),
+        *("--min-consumers", str(settings.min_consumers), "--max-consumers", str(settings.max_consumers)),
         *("--consumer-command", shlex.join(consumer), "--events-log", str(run_dir / "autoscaler.jsonl")),
     ]
     if env.service_url is not None:
@@ -283,14 +306,31 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
         raise ExperimentError(f"cannot create topic {topic} on {bootstrap}: {exc}") from None
 
 
-def delete_topic(bootstrap: str, topic: str) -> bool:
+def set_group_heartbeat(bootstrap: str, group: str, heartbeat_ms: int) -> None:
+    """A KIP-848 group's heartbeat interval is the broker's (consumers may not set it): set it for this group."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    entry = ConfigEntry("consumer.heartbeat.interval.ms", str(heartbeat_ms),
+                        incremental_operation=AlterConfigOpType.SET)  # fmt: skip
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    try:
+        for future in admin.incremental_alter_configs([resource]).values():
+            future.result(30)
+    except Exception as exc:
+        raise ExperimentError(f"cannot set group {group}'s heartbeat interval to {heartbeat_ms} ms: {exc}") from None
+
+
+def delete_topic(bootstrap: str, topic: str) -> str | None:
+    """Deletes the topic; None when done, else why not."""
     from confluent_kafka.admin import AdminClient
 
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})  # kept until the answer is in
     try:
-        AdminClient({"bootstrap.servers": bootstrap, "log_level": 3}).delete_topics([topic])[topic].result(60)
-        return True
-    except Exception:
-        return False
+        admin.delete_topics([topic])[topic].result(60)
+        return None
+    except Exception as exc:
+        return str(exc)
 
 
 def check_broker(bootstrap: str, timeout_s: float = 15.0) -> None:
@@ -304,21 +344,25 @@ def check_broker(bootstrap: str, timeout_s: float = 15.0) -> None:
 
 
 class Readiness:
-    """The group is ready when every partition is held, by at least `members` members (or one each), and the
-    holding has not changed for `settle_s` (a cooperative group's follow-up rebalance is over)."""
+    """The group is ready when `members` members have joined it (an assignment each, empty or not), every
+    partition is held, and the holding has not changed for `settle_s` (a cooperative group's follow-up
+    rebalance is over)."""
 
     def __init__(self, consumers_dir: Path, partitions: int, members: int, settle_s: float = 3.0) -> None:
-        self.consumers_dir, self.partitions, self.settle_s = consumers_dir, partitions, settle_s
-        self.members = min(members, partitions)
+        self.consumers_dir, self.partitions, self.members, self.settle_s = consumers_dir, partitions, members, settle_s
         self.last: dict[int, str] | None = None
         self.since = 0.0
 
     def __call__(self) -> bool:
-        held = measure.owners(measure.read_events(self.consumers_dir.glob("*.events.jsonl")))
+        events = measure.read_events(self.consumers_dir.glob("*.events.jsonl"))
+        held = measure.owners(events)
         now = time.monotonic()
         if held != self.last:
             self.last, self.since = held, now
-        complete = len(held) == self.partitions and len(set(held.values())) >= self.members
+        joined = {e["id"] for e in events if e["event"] == "assigned"} - {
+            e["id"] for e in events if e["event"] == "closed"
+        }
+        complete = len(held) == self.partitions and len(joined) >= self.members
         return complete and now - self.since >= self.settle_s
 
 
@@ -339,9 +383,11 @@ def build_group(spec: RunSpec, env: Environment, topic: str, group: str, run_dir
     else:
         consumer = java_consumer_command(env, topic, group, consumers_dir, settings, settings.kafka_assignor, "")
     if kind in AUTOSCALED:
-        return AutoscaledGroup(
+        autoscaled = AutoscaledGroup(
             autoscale_command(env, kind, topic, group, consumer, settings, run_dir), run_dir / "autoscaler.jsonl", logs
         )
+        autoscaled.initial_members = settings.min_consumers
+        return autoscaled
     if kind == "overprovisioning":
         from app.experiment.optimal import overprovisioned_count
 
@@ -367,6 +413,8 @@ def run(spec: RunSpec, env: Environment, progress: Any = print) -> dict[str, Any
     settings = spec.settings
     check_broker(env.bootstrap)
     create_topic(env.bootstrap, topic, spec.workload.partitions)
+    if settings.protocol == "consumer":
+        set_group_heartbeat(env.bootstrap, group, settings.heartbeat_ms)
     consumer_group = build_group(spec, env, topic, group, run_dir)
     producer: subprocess.Popen | None = None
     started = time.time()
@@ -405,12 +453,18 @@ def run(spec: RunSpec, env: Environment, progress: Any = print) -> dict[str, Any
             None,
             consumer_group,
         )
+        if settings.linger_s and isinstance(consumer_group, AutoscaledGroup):
+            _wait(consumer_group.scaled_down, settings.linger_s, None, consumer_group)
         ended = time.time()
         killed = consumer_group.stop()
     except BaseException as exc:
         stopped = stop_processes([producer] if producer else []) + consumer_group.stop()
-        deleted = delete_topic(env.bootstrap, topic)
-        left = f"topic {topic} deleted" if deleted else f"topic {topic} left on {env.bootstrap} (delete it by hand)"
+        failure = delete_topic(env.bootstrap, topic)
+        left = (
+            f"topic {topic} deleted"
+            if failure is None
+            else f"topic {topic} left on {env.bootstrap} ({failure}; delete it by hand)"
+        )
         what = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"failed: {exc}"
         message = (
             f"run {spec.name} {what}; every process it started was stopped"
@@ -422,8 +476,14 @@ def run(spec: RunSpec, env: Environment, progress: Any = print) -> dict[str, Any
             raise
         raise ExperimentError(message) from exc
     result = _measured(spec, run_dir, summary, consumer_group.timeline(t0), t0, started, ended, drained, killed)
+    counted = consumer_group.rebalances(t0, ended)
+    if counted is not None:
+        result["figures"]["rebalances"] = counted
     result["topic"] = topic
-    result["topic_deleted"] = delete_topic(env.bootstrap, topic)
+    failure = delete_topic(env.bootstrap, topic)
+    result["topic_deleted"] = failure is None
+    if failure is not None:
+        progress(f"{spec.name}: topic {topic} left on {env.bootstrap} ({failure})")
     (run_dir / "result.json").write_text(json.dumps(result, allow_nan=False))
     return result
 

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from app.experiment.run import Environment, ExperimentError, Settings, check_broker
+from app.experiment.run import KIP848_ALGORITHM, Environment, ExperimentError, Settings, check_broker
 
 
 def java_build() -> tuple[str, Path]:
@@ -31,8 +31,9 @@ def broker_properties(service_url: str, settings: Settings) -> dict[str, object]
     return {
         "group.consumer.assignors": "uniform,range,io.groupfit.kafka.GroupfitBrokerAssignor",
         "groupfit.url": service_url,
-        "groupfit.capacity": settings.capacity,
-        "groupfit.algorithm": "least-loaded",
+        # mwf at C = μ·f_up: the broker-side assignor takes no algorithm parameters (least-loaded's w_sla)
+        "groupfit.capacity": settings.capacity(KIP848_ALGORITHM),
+        "groupfit.algorithm": KIP848_ALGORITHM,
         "group.consumer.assignor.offload.enable": "false",
         "group.consumer.min.heartbeat.interval.ms": 500,
         "group.consumer.heartbeat.interval.ms": settings.heartbeat_ms,

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from app.experiment.run import Environment, ExperimentError, RunSpec, Settings, run, summary_row
+from app.experiment.run import KIP848_ALGORITHM, Environment, ExperimentError, RunSpec, Settings, run, summary_row
 from app.experiment.workload import Workload
 
 HEARTBEATS_MS = (3000, 500)
@@ -25,14 +25,14 @@ def plan(
     kip848: bool = True,
 ) -> list[RunSpec]:
     """Every run of the suite, in the order they run: the standard workload (each strategy, each heartbeat),
-    the skewed one, least-loaded on a KIP-848 group, then Landau's controller mode on the published stream."""
+    the skewed one, groupfit on a KIP-848 group (scaled by the autoscaler, assigned by the broker), then Landau's controller mode on the published stream."""
     runs = []
     for name, strategies in (("standard", standard), ("skewed", skewed)):
         if name in workloads:
             for heartbeat in heartbeats:
                 runs += [RunSpec(s, workloads[name], replace(settings, heartbeat_ms=heartbeat)) for s in strategies]
     if kip848 and "standard" in workloads:
-        runs.append(RunSpec("least-loaded", workloads["standard"], replace(settings, protocol="consumer")))
+        runs.append(RunSpec(KIP848_ALGORITHM, workloads["standard"], replace(settings, protocol="consumer")))
     if "landau" in workloads:
         runs.append(RunSpec("controller", workloads["landau"], settings))
     return runs

@@ -9,7 +9,7 @@ import pytest
 
 from app.core import native
 from app.core.algorithm import get_algorithm
-from app.core.decision import Guards, GroupState, decide
+from app.core.decision import GroupState, Guards, decide
 from app.core.errors import AssignmentError
 
 KEYS = [("t", p) for p in range(6)]

@@ -1,14 +1,13 @@
 package io.groupfit.kafka.it;
 
 import io.groupfit.kafka.GroupfitAssignor;
+import io.groupfit.kafka.GroupfitRebalance;
 import java.io.BufferedOutputStream;
 import java.io.DataOutputStream;
 import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -50,8 +49,9 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  *       produced and processed (int64, µs since the epoch); flushed after every batch;</li>
  *   <li>{@code <id>.events.jsonl}: {@code start}, every rebalance callback ({@code assigned}, {@code revoked},
  *       {@code lost}, with the time in µs since the epoch, the partitions and the generation), every rebalance
- *       this member triggered ({@code reass}, with the reason {@code GroupfitRebalance.enforceIfDue} gave), a
- *       failed commit ({@code commit_failed}), {@code closed}.</li>
+ *       this member triggered ({@code reass}, with the reason {@link GroupfitRebalance#enforceIfDue} gave; called
+ *       after every poll by a member with the groupfit assignor), a failed commit ({@code commit_failed}),
+ *       {@code closed}.</li>
  * </ul>
  *
  * <p>It commits after every batch (asynchronously) and on revocation and close (synchronously), so a partition's
@@ -68,10 +68,10 @@ public final class ExperimentConsumer {
     private final long processNanos;
     private final DataOutputStream latencies;
     private final Writer events;
-    private final Method enforceIfDue;
+    private final boolean reassCheck;
     private long busyUntil;
 
-    private ExperimentConsumer(String id, long processNanos, Path outDir, Method enforceIfDue) throws IOException {
+    private ExperimentConsumer(String id, long processNanos, Path outDir, boolean reassCheck) throws IOException {
         this.id = id;
         this.processNanos = processNanos;
         Files.createDirectories(outDir);
@@ -79,7 +79,7 @@ public final class ExperimentConsumer {
                 new FileOutputStream(outDir.resolve(id + ".lat").toFile(), true), 1 << 16));
         this.events = new OutputStreamWriter(
                 new FileOutputStream(outDir.resolve(id + ".events.jsonl").toFile(), true), StandardCharsets.UTF_8);
-        this.enforceIfDue = enforceIfDue;
+        this.reassCheck = reassCheck;
     }
 
     static long nowMicros() {
@@ -209,28 +209,17 @@ public final class ExperimentConsumer {
         return config;
     }
 
-    /** GroupfitRebalance.enforceIfDue(Consumer), when the clients have it (the REASS trigger). */
-    static Method findEnforceIfDue() {
-        try {
-            return Class.forName("io.groupfit.kafka.GroupfitRebalance").getMethod("enforceIfDue", Consumer.class);
-        } catch (ClassNotFoundException | NoSuchMethodException absent) {
-            return null;
-        }
-    }
-
+    /** The REASS check (the leader asks groupfit whether to rebalance with the same members), recorded. */
     private void enforceIfDue(Consumer<byte[], byte[]> consumer) {
         try {
-            Object reason = enforceIfDue.invoke(null, consumer);
+            String reason = GroupfitRebalance.enforceIfDue(consumer);
             if (reason != null) {
-                emit("reass", "\"reason\":" + quoted(reason.toString()));
+                emit("reass", "\"reason\":" + quoted(reason));
             }
-        } catch (InvocationTargetException e) {
-            if (e.getCause() instanceof WakeupException wakeup) {
-                throw wakeup;
-            }
-            emit("reass_failed", "\"reason\":" + quoted(String.valueOf(e.getCause())));
-        } catch (IllegalAccessException e) {
-            throw new IllegalStateException(e);
+        } catch (WakeupException wakeup) {
+            throw wakeup;
+        } catch (RuntimeException e) {
+            emit("reass_failed", "\"reason\":" + quoted(e.toString()));
         }
     }
 
@@ -242,7 +231,7 @@ public final class ExperimentConsumer {
                 required(options, "id"),
                 Math.round(Double.parseDouble(options.getOrDefault("process-ms", "5")) * 1_000_000),
                 Path.of(required(options, "out-dir")),
-                groupfit ? findEnforceIfDue() : null);
+                groupfit);
         self.run(config, required(options, "topic"));
     }
 
@@ -261,7 +250,7 @@ public final class ExperimentConsumer {
             }
         }, "sigterm"));
         emit("start", "\"protocol\":" + quoted(config.getProperty(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic"))
-                + ",\"reass_trigger\":" + (enforceIfDue != null));
+                + ",\"reass_check\":" + reassCheck);
         consumer.subscribe(List.of(topic), new ConsumerRebalanceListener() {
             @Override
             public void onPartitionsRevoked(Collection<TopicPartition> revoked) {
@@ -292,7 +281,7 @@ public final class ExperimentConsumer {
                     latencies.flush();
                     commit(consumer, false);
                 }
-                if (enforceIfDue != null) {
+                if (reassCheck) {
                     enforceIfDue(consumer);
                 }
             }
