@@ -71,6 +71,8 @@ def write(out: Path, results: Sequence[dict[str, Any]]) -> Path:
         reference = optimal_autoscaler(workload, runs[0]["settings"]["mu"], runs[0]["settings"]["w_sla"])
         computed[name] = {k: v for k, v in reference.items() if k != "replicas"}
         _workload_section(page, plt, name, runs, workload, reference)
+    page.heading("Issue #26's targets, read off these runs")
+    page.table(["target", "measured", "met"], targets(results, computed))
     page.heading("Seed 001 Table 3 (NYC taxi trace, 2 h at 40×; not replayed here)")
     page.table(["strategy", "% within SLA", "replica-minutes", "scale ups", "scale downs"], SEED_TABLE_3)
     page.heading("Machine load during each run")
@@ -94,6 +96,104 @@ def write(out: Path, results: Sequence[dict[str, Any]]) -> Path:
         ],
     )
     return page.write({"runs": [_headline(r) for r in results], "computed": computed})
+
+
+def _share(result: dict[str, Any]) -> float:
+    return result["figures"]["latency"]["within_sla"] or 0.0
+
+
+def _find(results: Sequence[dict[str, Any]], strategy: str, workload: str, heartbeat: int) -> dict[str, Any] | None:
+    return next(
+        (
+            r
+            for r in results
+            if r["strategy"] == strategy
+            and _base(r["workload"]) == workload
+            and r["settings"]["heartbeat_ms"] == heartbeat
+            and r["settings"]["protocol"] == "classic"
+        ),
+        None,
+    )
+
+
+def targets(results: Sequence[dict[str, Any]], computed: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """Each target of the issue with what these runs measured (rows only where the runs needed exist)."""
+    rows: list[tuple[str, str, str]] = []
+    heartbeats = sorted({r["settings"]["heartbeat_ms"] for r in results}, reverse=True)
+    for heartbeat in heartbeats:
+        gaps = {}
+        for workload in ("standard", "skewed"):
+            packed, linear = (
+                _find(results, "least-loaded", workload, heartbeat),
+                _find(results, "linear", workload, heartbeat),
+            )
+            if packed and linear:
+                gaps[workload] = _share(packed) - _share(linear)
+                rows.append(
+                    (
+                        f"bin pack ≥ Linear in share within the SLA ({workload}, heartbeat {heartbeat} ms)",
+                        f"{100 * _share(packed):.2f} % vs {100 * _share(linear):.2f} %",
+                        "yes" if gaps[workload] >= 0 else f"no, by {100 * -gaps[workload]:.2f} points",
+                    )
+                )
+        if len(gaps) == 2:
+            wider = gaps["skewed"] > gaps["standard"]
+            rows.append(
+                (
+                    f"the gap wider under skew (heartbeat {heartbeat} ms)",
+                    f"{100 * gaps['skewed']:+.2f} vs {100 * gaps['standard']:+.2f} points",
+                    "yes" if wider else "no",
+                )
+            )
+        for workload, floor in (("standard", 0.99), ("skewed", 0.98)):
+            packed = _find(results, "least-loaded", workload, heartbeat)
+            optimal = next((v for k, v in computed.items() if _base(k) == workload), None)
+            if packed and optimal:
+                minutes, budget = packed["figures"]["replica_minutes"], optimal["replica_minutes"]
+                met = _share(packed) >= floor and minutes <= budget
+                rows.append(
+                    (
+                        f"≥ {100 * floor:g} % within the SLA at ≤ the optimal autoscaler's replica-minutes "
+                        f"({workload}, heartbeat {heartbeat} ms)",
+                        f"{100 * _share(packed):.2f} % at {minutes:.2f} (optimal {budget:.2f})",
+                        "yes" if met else "no",
+                    )
+                )
+        fixed = sorted(
+            (r for r in results if r["strategy"].startswith("kd_") and _base(r["workload"]) == "standard"
+             and r["settings"]["heartbeat_ms"] == heartbeat),
+            key=lambda r: int(r["strategy"][3:]),
+        )  # fmt: skip
+        packed = _find(results, "least-loaded", "standard", heartbeat)
+        within = [r for r in fixed if (r["figures"]["latency"]["p99"] or math.inf) <= r["settings"]["w_sla"]]
+        if packed and fixed:
+            smallest = within[0] if within else None
+            rows.append(
+                (
+                    f"the smallest kd_N with p99 within the SLA uses more consumers than groupfit on average "
+                    f"(standard, heartbeat {heartbeat} ms)",
+                    f"{smallest['strategy']}: {smallest['figures']['mean_replicas']:.2f} vs "
+                    f"{packed['figures']['mean_replicas']:.2f}"
+                    if smallest
+                    else f"none of {', '.join(r['strategy'] for r in fixed)} has p99 within the SLA",
+                    "yes" if smallest and smallest["figures"]["mean_replicas"] > packed["figures"]["mean_replicas"]
+                    else "no",
+                )
+            )  # fmt: skip
+    for r in results:
+        f = r["figures"]
+        if f["reass_triggered"]:
+            p99 = f["reass_pause_s"]["p99"]
+            rows.append(
+                (
+                    f"a triggered REASS pauses consumption < 1 s at p99, at most one per minimum interval ({r['name']})",
+                    f"{f['reass_triggered']} triggered, pause p99 {_ms(p99) or 0:.0f} ms, least gap "
+                    + ("-" if f["reass_min_gap_s"] is None else f"{f['reass_min_gap_s']:.1f}")
+                    + f" s (minimum {r['settings']['reassign_min_interval_ms'] / 1000:g} s)",
+                    "yes" if (p99 or 0) < 1 and f.get("reass_within_min_interval", True) else "no",
+                )
+            )
+    return rows
 
 
 def _workload_of(out: Path, runs: Sequence[dict[str, Any]]) -> Workload:
