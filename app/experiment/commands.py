@@ -44,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     suite.add_argument("--no-kip848", action="store_true", help="leave out the KIP-848 run")
     suite.add_argument("--no-controller", action="store_true", help="leave out Landau's controller mode")
     suite.add_argument("--keep", action="store_true", help="keep runs whose result.json is already in --out")
+    suite.add_argument("--list", action="store_true", help="print the runs the suite would make, and stop")
     for action in (suite, single, report):
         action.add_argument("--out", default="reports/experiment", help="runs' files, results and the report")
     workload.add_argument("--workload", required=True, help=f"{', '.join(BUILT)} or a workload file to check")
@@ -65,6 +66,8 @@ def _servers_and_settings(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--process-ms", type=float, default=defaults.process_ms, help="time spent per event")
     parser.add_argument("--w-sla", type=float, default=defaults.w_sla)
     parser.add_argument("--drain-timeout-s", type=float, default=defaults.drain_timeout_s)
+    parser.add_argument("--min-consumers", type=int, default=defaults.min_consumers, help="the autoscaler's least")
+    parser.add_argument("--max-consumers", type=int, default=defaults.max_consumers, help="the autoscaler's most")
     parser.add_argument("--reassign-min-interval-ms", type=int, default=defaults.reassign_min_interval_ms,
                         help="the least time between two rebalances the REASS check triggers")  # fmt: skip
 
@@ -79,6 +82,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         protocol=args.protocol,
         kafka_assignor=args.kafka_assignor,
         drain_timeout_s=args.drain_timeout_s,
+        min_consumers=args.min_consumers,
+        max_consumers=args.max_consumers,
         reassign_min_interval_ms=args.reassign_min_interval_ms,
     )
 
@@ -135,6 +140,10 @@ def _run(args: argparse.Namespace) -> int:
         )
         for spec in specs:
             parse_strategy(spec.strategy)
+        if args.list:
+            for spec in specs:
+                print(f"{spec.name}: {spec.workload.total_events} events over {spec.workload.duration_s:g} s")
+            return 0
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops a run as Ctrl-C does: everything started is stopped
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="servers-", dir=out))

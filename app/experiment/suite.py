@@ -32,7 +32,11 @@ def plan(
             for heartbeat in heartbeats:
                 runs += [RunSpec(s, workloads[name], replace(settings, heartbeat_ms=heartbeat)) for s in strategies]
     if kip848 and "standard" in workloads:
-        runs.append(RunSpec(KIP848_ALGORITHM, workloads["standard"], replace(settings, protocol="consumer")))
+        # Two consumers from the start: the first assignment of a new KIP-848 group is the broker-side assignor's
+        # fallback (it learns the group's name in the background) and is not stored in groupfit, so the decision
+        # has nothing to decide on until a second member's join has the service compute and store one.
+        kip848_settings = replace(settings, protocol="consumer", min_consumers=max(2, settings.min_consumers))
+        runs.append(RunSpec(KIP848_ALGORITHM, workloads["standard"], kip848_settings))
     if "landau" in workloads:
         runs.append(RunSpec("controller", workloads["landau"], settings))
     return runs
