@@ -14,7 +14,7 @@ from starlette.responses import FileResponse, RedirectResponse, Response
 from app.api.auth import Authenticated, ReadableGroup
 from app.api.routes import _answers, _endpoint, _json
 from app.codec.operations import scale_query
-from app.core.decision import MIN_GAIN
+from app.core.decision import MIN_GAIN, Guards
 from app.core.errors import AssignmentError, ErrorCode
 from app.service.operations import OperationsService
 
@@ -123,17 +123,8 @@ async def scale(
         0, ge=0, le=86_400, description="no reassignment while the stored assignment is younger than this"
     ),
 ) -> Response:
-    query = scale_query(
-        params,
-        member_capacities,
-        algorithm=algorithm,
-        f_up=f_up,
-        f_down=f_down,
-        min_gain=min_gain,
-        max_rscore=max_rscore,
-        max_moves=max_moves,
-        min_interval_s=min_interval_s,
-    )
+    guards = Guards(f_up, f_down, min_gain, max_rscore, max_moves, min_interval_s)
+    query = scale_query(params, member_capacities, algorithm, guards)
     return _json(await _operations(request).scale(group, query))
 
 

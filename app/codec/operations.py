@@ -10,7 +10,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from app.codec.evaluate import LatencyFigures
 from app.codec.wire import PartitionRate
-from app.core.decision import MIN_GAIN
+from app.core.decision import Guards
 from app.core.errors import AssignmentError, ErrorCode
 
 
@@ -105,20 +105,16 @@ class ScaleQuery(Struct, frozen=True, kw_only=True):
     algorithm: str | None = None
     params: dict[str, Any] = msgspec.field(default_factory=dict)
     member_capacities: dict[str, float] = msgspec.field(default_factory=dict)
-    f_up: float | None = None
-    f_down: float | None = None
-    min_gain: float = MIN_GAIN
-    max_rscore: float | None = None
-    max_moves: int | None = None
-    min_interval_s: float = 0.0
+    guards: Guards = Guards()
 
 
-def scale_query(params: str | None, member_capacities: str | None, **given: Any) -> ScaleQuery:
+def scale_query(params: str | None, member_capacities: str | None, algorithm: str | None, guards: Guards) -> ScaleQuery:
     """The query of GET …/scale: `params` and `member_capacities` are JSON objects in their query parameters."""
     return ScaleQuery(
+        algorithm=algorithm,
         params=_json_object("params", params, dict[str, Any], '{"mu": 200, "w_sla": 0.5}'),
         member_capacities=_json_object("member_capacities", member_capacities, dict[str, float], '{"c1": 200}'),
-        **given,
+        guards=guards,
     )
 
 

@@ -11,7 +11,7 @@ import msgspec
 from app.codec.assign import AssignRequest
 from app.codec.operations import ScaleQuery, ScaleSignal
 from app.codec.wire import PartitionRate, convert
-from app.core.decision import Decision, GroupState, Guards, decide
+from app.core.decision import Decision, GroupState, decide
 from app.service.answer import Limits, algorithm_of
 from app.service.assign import CHEAP_ALGORITHMS
 from app.service.compute import ComputePool
@@ -44,8 +44,7 @@ def run_scale(job: ScaleJob) -> Decision:
         member_capacities=query.member_capacities,
         assignment_age_s=job.age_s,
     )
-    guards = Guards(query.f_up, query.f_down, query.min_gain, query.max_rscore, query.max_moves, query.min_interval_s)
-    return decide(state, algorithm, query.params, guards, job.limits.max_consumers, job.limits.native)
+    return decide(state, algorithm, query.params, query.guards, job.limits.max_consumers, job.limits.native)
 
 
 _JOB = msgspec.msgpack.Decoder(ScaleJob)

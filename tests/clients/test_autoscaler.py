@@ -248,6 +248,7 @@ def test_targets_stay_within_the_bounds_and_fixed_replaces_a_dead_consumer():
     h.settle()
     service.answer = signal_of("down", 1, 3)
     assert h.step()["consumers_after"] == 2
+    assert Harness(settings("linear", consumers=2)).step(p0=1)["started"] == ["c0", "c1"]  # the count to start with
     fixed = Harness(settings("fixed", consumers=3))
     assert fixed.step()["started"] == ["c0", "c1", "c2"]
     fixed.processes.alive.discard("c1")  # died

@@ -74,12 +74,15 @@ class JavaConsumer:
         mode: str,
         url: str,
         capacity: float = 100,
+        properties: dict[str, str] | None = None,
     ):
+        """`properties`: groupfit.* settings for the assignor (system properties of the JVM)."""
         self.identity = identity
         self.events: list[dict] = []
         self.lock = threading.Lock()
         self.process = subprocess.Popen(
             [java(), "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", build.classpath]
+            + [f"-D{key}={value}" for key, value in (properties or {}).items()]
             + ["io.groupfit.kafka.it.TestConsumer", bootstrap, topic, group, identity, mode, url, str(capacity)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import IO, Any, Protocol
 
 from groupfit_client.client import GroupfitClient
@@ -91,6 +91,7 @@ class Settings:
             (self.duration_s is None or self.duration_s > 0, "--duration-s must be above 0"),
             (any("{id}" in part for part in self.consumer_command), "--consumer-command must contain {id}"),
             (self.strategy != "fixed" or (self.consumers or 0) >= 1, "--strategy fixed needs --consumers N (N >= 1)"),
+            (self.consumers is None or self.consumers >= 1, "--consumers must be at least 1"),
             (
                 not self.asks_service or bool(self.service_url),
                 f"--strategy {self.strategy!r} is not linear or fixed, so it names a groupfit algorithm: give --service-url",
@@ -328,7 +329,7 @@ class Autoscaler:
                 "none" if current == target else ("up" if target > current else "down"), f"fixed at {target}", target
             )
         if current == 0:
-            target = max(1, s.min_consumers)
+            target = s.consumers or max(1, s.min_consumers)
             return Decision("up", f"bootstrap: no consumer runs; starting {target}", target)
         if members != current and self.acted_at is not None and self.clock() - self.acted_at < s.settle_timeout_s:
             seen = "rebalancing" if members is None else f"{members} members"
@@ -396,7 +397,7 @@ def add_arguments(parser: argparse.ArgumentParser, command: str = "autoscale") -
         "--strategy", required=True, help="linear, fixed, or a groupfit algorithm (least-loaded, mwf, …)"
     )
     parser.add_argument("--service-url", help="groupfit, for a groupfit strategy")
-    parser.add_argument("--consumers", type=int, help="N for --strategy fixed")
+    parser.add_argument("--consumers", type=int, help="N for --strategy fixed; for the others, how many to start with")
     parser.add_argument("--mu", type=float, default=200.0, help="events/s one consumer processes (μ)")
     parser.add_argument("--w-sla", type=float, default=0.5, help="latency SLA in seconds (least-loaded's lag cap)")
     parser.add_argument("--f-up", type=float, default=0.9, help="scale up past this share of a consumer")
@@ -422,28 +423,8 @@ def settings_of(args: argparse.Namespace) -> Settings:
         raise AutoscaleError(f"--params must be a JSON object: {exc}") from None
     if not isinstance(params, dict):
         raise AutoscaleError('--params must be a JSON object, e.g. {"max_moves": 2}')
-    settings = Settings(
-        bootstrap_servers=args.bootstrap_servers,
-        topic=args.topic,
-        group=args.group,
-        strategy=args.strategy,
-        consumer_command=shlex.split(args.consumer_command),
-        events_log=args.events_log,
-        service_url=args.service_url,
-        consumers=args.consumers,
-        mu=args.mu,
-        w_sla=args.w_sla,
-        f_up=args.f_up,
-        f_down=args.f_down,
-        rebalance_s=args.rebalance_s,
-        interval_s=args.interval_s,
-        min_consumers=args.min_consumers,
-        max_consumers=args.max_consumers,
-        duration_s=args.duration_s,
-        params=params,
-        settle_timeout_s=args.settle_timeout_s,
-        stop_timeout_s=args.stop_timeout_s,
-    )
+    given = {f.name: getattr(args, f.name) for f in fields(Settings)}  # the flags have the fields' names
+    settings = Settings(**{**given, "consumer_command": shlex.split(args.consumer_command), "params": params})
     settings.check()
     return settings
 

@@ -113,12 +113,19 @@ class GroupfitRebalanceTest {
             GroupfitRebalance.MIN_INTERVAL_MS, "3600000", GroupfitRebalance.MIN_GAIN, "0.1",
             GroupfitRebalance.MAX_MOVES, "3", GroupfitAssignor.PARAMS, "{\"max_moves\":2}");
 
+    private record Pair(GroupfitAssignor leader, GroupfitAssignor follower) {}
+
+    /** Members a and b checking as CHECK sets, a leading generation `generation`; the service answers `action`. */
+    private Pair group(String action, int generation) {
+        service.scale = query -> new FakeService.Reply(200, signal(action));
+        Pair pair = new Pair(assignor("a", CHECK), assignor("b", CHECK));
+        round(pair.leader(), pair.follower(), generation);
+        return pair;
+    }
+
     @Test
     void theLeaderTriggersOneRebalanceWithinTheMinimumInterval() throws Exception {
-        service.scale = query -> new FakeService.Reply(200, signal("reass"));
-        GroupfitAssignor leaderAssignor = assignor("a", CHECK);
-        GroupfitAssignor followerAssignor = assignor("b", CHECK);
-        round(leaderAssignor, followerAssignor, 5);
+        group("reass", 5);
         Member leader = new Member("member-a", 5);
         Member follower = new Member("member-b", 5);
 
@@ -145,17 +152,15 @@ class GroupfitRebalanceTest {
 
     @Test
     void aMemberThatDidNotLeadTheGenerationNeverAsks() throws Exception {
-        service.scale = query -> new FakeService.Reply(200, signal("reass"));
-        GroupfitAssignor leaderAssignor = assignor("a", CHECK);
-        GroupfitAssignor followerAssignor = assignor("b", CHECK);
-        round(leaderAssignor, followerAssignor, 5);
+        Pair pair = group("reass", 5);
+        GroupfitAssignor leaderAssignor = pair.leader();
         // the next round is led elsewhere: a joins and completes generation 6 without assigning
         leaderAssignor.subscriptionUserData(Set.of("t"));
         leaderAssignor.onAssignment(new Assignment(List.of()), new ConsumerGroupMetadata("g", 6, "member-a", Optional.empty()));
         Member leader = new Member("member-a", 6);
         assertNull(poll(leader, 30));
         // a consumer whose generation moved on past the one its assignor led does not ask either
-        round(leaderAssignor, followerAssignor, 7);
+        round(leaderAssignor, pair.follower(), 7);
         assertNull(poll(new Member("member-a", 8), 30));
         assertEquals(0, service.scaleQueries.size());
         assertEquals(List.of(), leader.enforced);
@@ -163,8 +168,7 @@ class GroupfitRebalanceTest {
 
     @Test
     void anAnswerOtherThanReassTriggersNothingAndTheCheckRepeats() throws Exception {
-        service.scale = query -> new FakeService.Reply(200, signal("none"));
-        round(assignor("a", CHECK), assignor("b", CHECK), 5);
+        group("none", 5);
         Member leader = new Member("member-a", 5);
         assertNull(poll(leader, 200));
         assertTrue(service.scaleQueries.size() >= 2, "asked " + service.scaleQueries.size() + " times");

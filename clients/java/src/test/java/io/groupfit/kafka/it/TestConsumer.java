@@ -1,6 +1,7 @@
 package io.groupfit.kafka.it;
 
 import io.groupfit.kafka.GroupfitAssignor;
+import io.groupfit.kafka.GroupfitRebalance;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -25,7 +26,9 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * processes; records read; its member id) and closes when stdin says "close". It commits after every batch and
  * on revocation, so a partition's next owner starts where it stopped.
  *
- * <p>args: bootstrap topic group identity mode(eager|cooperative|consumer) serviceUrl [capacity (classic; 100)]
+ * <p>args: bootstrap topic group identity mode(eager|cooperative|consumer) serviceUrl [capacity (classic; 100)]. A
+ * system property named groupfit.* is passed to the assignor (e.g. -Dgroupfit.reassign.interval.ms=500); after every
+ * poll the consumer calls {@link GroupfitRebalance#enforceIfDue} and prints the rebalances it triggers.
  */
 public final class TestConsumer {
     private static final Object OUT = new Object();
@@ -41,6 +44,20 @@ public final class TestConsumer {
         Set<Integer> numbers = new TreeSet<>();
         partitions.forEach(tp -> numbers.add(tp.partition()));
         return numbers.toString().replace(" ", "");
+    }
+
+    private static String quoted(String text) {
+        StringBuilder json = new StringBuilder("\"");
+        for (char c : text.toCharArray()) {
+            if (c == '"' || c == '\\') {
+                json.append('\\').append(c);
+            } else if (c < 0x20) {
+                json.append(String.format("\\u%04x", (int) c));
+            } else {
+                json.append(c);
+            }
+        }
+        return json.append('"').toString();
     }
 
     public static void main(String[] args) throws Exception {
@@ -64,6 +81,8 @@ public final class TestConsumer {
             config.put(GroupfitAssignor.CAPACITY, args.length > 6 ? args[6] : "100");
             config.put(GroupfitAssignor.TIMEOUT_MS, "3000");
             config.put(GroupfitAssignor.REBALANCE_PROTOCOL, mode);
+            System.getProperties().stringPropertyNames().stream().filter(k -> k.startsWith("groupfit."))
+                    .forEach(k -> config.put(k, System.getProperty(k)));
         }
         KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(config);
         Thread commands = new Thread(() -> {
@@ -102,6 +121,11 @@ public final class TestConsumer {
         try {
             while (true) {
                 ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(200));
+                String enforced = GroupfitRebalance.enforceIfDue(consumer);
+                if (enforced != null) {
+                    emit("{\"event\":\"enforced\",\"t\":" + System.nanoTime() + ",\"reason\":"
+                            + quoted(enforced) + "}");
+                }
                 if (!records.isEmpty()) {
                     List<String> read = new ArrayList<>();
                     for (ConsumerRecord<byte[], byte[]> record : records) {
