@@ -21,6 +21,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     offsets = BrokerOffsets(args.bootstrap, args.topic, args.group)
-    start_offsets = offsets.start_offsets()
+    start_offsets = _retried(offsets.start_offsets, stop)
     processes = CommandProcesses(shlex.split(args.consumer_command))
     with GroupfitClient(args.service, timeout=10.0) as service, open(args.events_log, "w", buffering=1) as log:
         controller = Controller(
@@ -107,12 +108,12 @@ def main(argv: list[str] | None = None) -> int:
         )  # fmt: skip
         try:
             controller.synchronize(grace_s=0)
-            last = offsets.sample()
+            last = _retried(offsets.sample, stop)
             began = time.monotonic()
             k = 1
             while not stop.wait(max(0.0, began + k * args.interval_s - time.monotonic())):
                 k += 1
-                sample = offsets.sample()
+                sample = _retried(offsets.sample, stop)
                 rates, lags = rates_between(last, sample), lags_of(sample, start_offsets)
                 last = sample
                 service.put_rates(
@@ -131,6 +132,18 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             processes.close()
     return 0
+
+
+def _retried(read: Callable[[], Any], stop: threading.Event, attempts: int = 30) -> Any:
+    """`read()`, tried again each second while the broker answers with an error (a new topic's partitions
+    answer "not leader" for a moment after their leaders are listed)."""
+    for attempt in range(attempts):
+        try:
+            return read()
+        except Exception:
+            if attempt == attempts - 1 or stop.wait(1.0):
+                raise
+    raise AssertionError("unreachable")
 
 
 if __name__ == "__main__":

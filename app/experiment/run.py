@@ -296,14 +296,28 @@ class RunSpec:
         return f"{self.strategy}-{self.workload.name}-hb{self.settings.heartbeat_ms}{protocol}"
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float = 60.0) -> None:
+    """Creates the topic and waits until every partition has a leader (right after creation a client may still
+    be told "not leader" for some)."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
     try:
-        admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(60)
+        admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout_s)
     except Exception as exc:
         raise ExperimentError(f"cannot create topic {topic} on {bootstrap}: {exc}") from None
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        described = admin.list_topics(topic, timeout=10).topics.get(topic)
+        if (
+            described is not None
+            and described.error is None
+            and len(described.partitions) == partitions
+            and all(p.leader >= 0 and p.error is None for p in described.partitions.values())
+        ):
+            return
+        time.sleep(0.2)
+    raise ExperimentError(f"topic {topic}'s partitions have no leader {timeout_s:g} s after its creation")
 
 
 def set_group_heartbeat(bootstrap: str, group: str, heartbeat_ms: int) -> None:
