@@ -30,6 +30,7 @@ from typing import Any
 from app.experiment import measure
 from app.experiment.producer import ProducerSummary
 from app.experiment.workload import MU, Workload
+from app.local.kafka import _die_with_parent
 
 GROUPFIT_STRATEGIES = ("least-loaded", "mwf", "repack")
 AUTOSCALED = (*GROUPFIT_STRATEGIES, "linear")
@@ -100,20 +101,13 @@ class Environment:
     out: Path
 
 
-def _die_with_parent() -> None:
-    from app.local.kafka import _die_with_parent as arrange
-
-    arrange()
-
-
-def start_process(command: Sequence[str], log_path: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+def start_process(command: Sequence[str], log_path: Path) -> subprocess.Popen:
     """A process in its own session (so it and its children stop together), dying with this one."""
     with open(log_path, "ab") as log:
         return subprocess.Popen(
             list(command),
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=env,
             start_new_session=True,
             preexec_fn=_die_with_parent if sys.platform == "linux" else None,
         )
@@ -380,8 +374,12 @@ class Readiness:
         return complete and now - self.since >= self.settle_s
 
 
-def _processed(consumers_dir: Path) -> int:
-    return len(measure.read_latencies(consumers_dir.glob("*.lat")))
+def all_processed(consumers_dir: Path, produced: int) -> bool:
+    """Whether every event produced has been processed: the records written (a cheap count, duplicates
+    included) first, then the distinct events once there are enough records."""
+    files = list(consumers_dir.glob("*.lat"))
+    records = sum(path.stat().st_size for path in files) // measure.LATENCY_RECORD.itemsize
+    return records >= produced and len(measure.read_latencies(files)) >= produced
 
 
 def build_group(spec: RunSpec, env: Environment, topic: str, group: str, run_dir: Path) -> Group:
@@ -462,7 +460,7 @@ def run(spec: RunSpec, env: Environment, progress: Any = print) -> dict[str, Any
         summary = ProducerSummary.read(run_dir / "producer.json")
         progress(f"{spec.name}: produced {summary.delivered_total} events; draining")
         drained = _wait(
-            lambda: _processed(consumers_dir) >= summary.delivered_total,
+            lambda: all_processed(consumers_dir, summary.delivered_total),
             settings.drain_timeout_s,
             None,
             consumer_group,
