@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip install --quiet
 
-.PHONY: run test check demo demo-check bench openapi clean browser
+.PHONY: run test check docs demo demo-check bench fuzz-placement openapi clean browser
 
 # One virtualenv; each target installs what it needs on top (a stamp per set, redone when a pyproject changes).
 $(BIN)/python:
@@ -35,8 +35,15 @@ check: $(VENV)/.all
 	$(BIN)/ruff check app clients tests bench
 	$(BIN)/ruff format --check app clients tests bench
 	$(BIN)/mypy
+	$(BIN)/mkdocs build --strict --quiet
 	cd native && cargo fmt --check && cargo clippy --release --quiet -- -D warnings && cargo test --release --quiet
 	$(BIN)/python -m pytest -q -m "not integration" $(PYTEST_ARGS)
+
+# The documentation site (mkdocs.yml, docs/) into site/: offline, strict (a broken link fails it). The theme's
+# banner about its successor (Zensical) is printed on every build otherwise.
+export NO_MKDOCS_2_WARNING := 1
+docs: $(VENV)/.all
+	$(BIN)/mkdocs build --strict
 
 test: $(VENV)/.all browser
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -53,9 +60,14 @@ openapi: $(VENV)/.all
 bench: $(VENV)/.all
 	$(BIN)/python bench/algorithms.py
 
+# The placement fuzz campaign (docs/placement-safety.md): random bodies for FUZZ_SECONDS, a seed from the clock.
+FUZZ_SECONDS ?= 600
+fuzz-placement: $(VENV)/.all
+	$(BIN)/python bench/fuzz_placement.py --seconds $(FUZZ_SECONDS)
+
 # The browser tests drive Debian's chromium (Playwright's own builds cannot be downloaded here); needs root.
 browser:
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache site

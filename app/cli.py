@@ -6,11 +6,10 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
-import json
 import os
 import sys
 
-from app.core.errors import AssignmentError, ErrorCode
+from app.core.errors import AssignmentError, ErrorCode, GroupfitError
 
 # name → (module with `add_arguments(parser)` and `run(args) -> int`, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -31,9 +30,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "app.experiment.commands",
         "seed 001's autoscaling experiment on a live Apache Kafka group: runs, report, summary table",
     ),
+    "spark-kafka-jars": (
+        "app.pipeline.commands",
+        "Spark's Kafka connector for the installed PySpark (resolved once with Maven), for spark-submit --jars",
+    ),
     "placement": (
         "app.cluster.commands",
-        "place partition replicas on brokers (seed 003), from a file or a live cluster",
+        'place partition replicas on brokers by disk and network capacity ("Constraint Based Kafka Partition '
+        'Balancing"), from a file or a live cluster',
     ),
 }
 
@@ -44,35 +48,41 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
         parser.add_argument("--dense", action="store_true", help="add the dense delta matrix")
         parser.add_argument("--indent", type=int, default=0, help="JSON indent (default 0: one line)")
     if command == "algorithms":
-        parser.add_argument("--json", action="store_true", help="the registry with each parameter JSON schema")
+        parser.add_argument(
+            "--json", action="store_true", help="the registry with each parameter JSON schema and each trait"
+        )
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.core.algorithm import algorithms
-
     if args.command == "algorithms":
-        registry = algorithms().values()
-        if args.json:
-            listing = [
-                {"name": a.name, "description": a.description, "source": a.source, "params": a.params_schema()}
-                for a in registry
-            ]
-            print(json.dumps(listing, indent=2))
-            return 0
-        width = max(len(a.name) for a in registry)
-        for a in registry:
-            params = ", ".join(a.params_schema().get("properties", {})) or "-"
-            print(f"{a.name:<{width}}  {a.description}\n{'':<{width}}  params: {params}")
-        return 0
+        return _algorithms(args.json)
     import msgspec
 
-    from app.service.answer import Limits, answer_body
+    from app.codec.assign_input import Limits, answer
     from app.settings import get_settings
 
     body = sys.stdin.buffer.read() if args.input == "-" else _read(args.input)
-    text = answer_body(body, args.dense, Limits.of(get_settings()))
+    text = answer(body, Limits.of(get_settings()), args.dense)
     sys.stdout.buffer.write(msgspec.json.format(text, indent=args.indent) if args.indent else text)
     sys.stdout.buffer.write(b"\n")
+    return 0
+
+
+def _algorithms(as_json: bool) -> int:
+    import msgspec
+
+    from app.codec.groups import algorithm_list
+    from app.core import native
+    from app.settings import get_settings
+
+    listing = algorithm_list(native.choose(get_settings().core)).algorithms
+    if as_json:
+        print(msgspec.json.format(msgspec.json.encode(listing), indent=2).decode())
+        return 0
+    width = max(len(a.name) for a in listing)
+    for a in listing:
+        params = ", ".join(a.params.get("properties", {})) or "-"
+        print(f"{a.name:<{width}}  {a.description}\n{'':<{width}}  params: {params}")
     return 0
 
 
@@ -111,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(argv).parse_args(argv)
     try:
         return importlib.import_module(args.module).run(args)
-    except AssignmentError as exc:
+    except GroupfitError as exc:
         from app.codec.wire import error_body
 
         sys.stderr.buffer.write(error_body(exc) + b"\n")

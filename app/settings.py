@@ -50,9 +50,22 @@ class Settings(BaseSettings):
         100_000, ge=1, description="most consumers one answer may have (⌈Σ rate / C⌉, μ-based counts, members)"
     )
     max_exact_time_limit_ms: int = Field(
-        2000, ge=10, description="largest time_limit_ms of the exact algorithm (also per measurement of an evaluate)"
+        2000,
+        ge=10,
+        description="largest time_limit_ms of the exact algorithm (also per measurement of an evaluate, and of an "
+        "exact replica placement)",
     )
     max_evaluate_measurements: int = Field(1000, ge=1, description="most measurements in POST /v1/evaluate")
+    max_placement_brokers: int = Field(1000, ge=1, description="most brokers in one replica placement")
+    max_placement_replicas: int = Field(
+        100_000, ge=1, description="most replicas (partitions × their replication factors) in one replica placement"
+    )
+    max_placement_cells: int = Field(
+        10_000_000,
+        ge=1,
+        description="most replicas × brokers in one replica placement (the heuristic's work grows with it: ~10 s "
+        "at the default on a busy 2-core machine)",
+    )
     compute_workers: int = Field(2, ge=1, description="worker processes computing long requests")
     compute_queue: int = Field(4, ge=0, description="requests waiting for a worker beyond those running; more: 503")
     compute_timeout_s: float = Field(5.0, gt=0, description="deadline of a computation, waiting included; past it: 504")

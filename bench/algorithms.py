@@ -18,7 +18,7 @@ from app.cli import tune_gc
 from app.core.algorithm import algorithms, get_algorithm
 from app.core.assign import solve
 from app.core.errors import AssignmentError
-from app.core.model import Problem, build_problem
+from app.core.model import Problem, build_problem, within
 
 CAPACITY = 100.0
 
@@ -41,7 +41,7 @@ def list_scanning_wfd(problem: Problem) -> dict[str, list[int]]:
     for j in problem.decreasing():
         best = -1
         for b, load in enumerate(loads):
-            if (best < 0 or load < loads[best]) and problem.fits(load, j):
+            if (best < 0 or load < loads[best]) and within(load + problem.rates[j], problem.capacity):
                 best = b
         if best < 0:
             loads.append(0.0)

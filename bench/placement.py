@@ -32,7 +32,7 @@ from app.core.placement.model import (
     peak_utilization,
 )
 
-DISK = 4e12  # bytes per broker
+DISK = 4 * 10**12  # bytes per broker
 NETWORK = 1.25e8  # bytes/s per broker
 
 
@@ -57,7 +57,10 @@ def instance(
         retention_s = rng.uniform(1, 7) * 86400
         raw.append((f"topic-{j % 50}", j // 50, tuple(chosen), size, retention_s))
     scale = 0.6 * DISK * brokers / sum(3 * r[3] for r in raw)  # average disk utilisation 60 %
-    parts = [Partition(t, p, reps, size * scale, size * scale / retention) for t, p, reps, size, retention in raw]
+    parts = [
+        Partition(t, p, reps, round(size * scale), round(size * scale) / retention)
+        for t, p, reps, size, retention in raw
+    ]
     return build(cluster, parts, Options(objective, time_limit_ms=time_limit_ms, max_utilization=max_utilization))
 
 

@@ -284,6 +284,35 @@ def test_spark_submit_script_passes_the_job_its_options():
     )
 
 
+def submitted(tmp_path: Path, **env: str) -> list[str]:
+    """The command line deploy/spark/submit.sh gives spark-submit (a stand-in on PATH that prints it)."""
+    (tmp_path / "spark-submit").write_text('#!/bin/sh\nprintf "%s\\n" "$@"\n')
+    (tmp_path / "spark-submit").chmod(0o755)
+    ran = subprocess.run(
+        ["bash", str(ROOT / "deploy" / "spark" / "submit.sh"), "--topics", "t"],
+        env={"PATH": f"{tmp_path}:/usr/bin:/bin", "SPARK_MASTER": "spark://m:7077", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return ran.stdout.splitlines()
+
+
+def test_spark_submit_script_takes_the_connector_from_jars_or_packages(tmp_path):
+    """SPARK_KAFKA_JARS goes to --jars (and nothing is fetched); without it the connector's coordinates go to
+    --packages; with neither (SPARK_KAFKA_PACKAGES="") the connector is left out, for `--source python`."""
+    coordinates = f"org.apache.spark:spark-sql-kafka-0-10_2.13:{spark_version()}"
+    with_jars = submitted(tmp_path, SPARK_KAFKA_JARS="/j/spark-sql-kafka.jar,/j/kafka-clients.jar")
+    assert with_jars[with_jars.index("--jars") + 1] == "/j/spark-sql-kafka.jar,/j/kafka-clients.jar"
+    assert "--packages" not in with_jars
+    assert parse_rates_job(rates_job_args(with_jars)).source == "kafka"
+    fetched = submitted(tmp_path)
+    assert fetched[fetched.index("--packages") + 1] == coordinates and "--jars" not in fetched
+    without = submitted(tmp_path, SPARK_KAFKA_PACKAGES="")
+    assert "--packages" not in without and "--jars" not in without
+
+
 def test_deploy_runs_the_kafka_and_the_connector_the_tests_run():
     """The tests start Apache Kafka and load Spark's Kafka connector from deploy/kafka/pom.xml for the installed
     PySpark; compose, the Spark image and its manifests name the same Kafka, the same Spark minor and the

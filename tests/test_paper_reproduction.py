@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.core.algorithm import PAPER_ALGORITHMS
+from app.core.algorithm import paper_algorithms
 from app.sim.evaluate import evaluate, run_named
 from app.sim.latency import LatencyModel, segments
 from app.sim.stream import generate_stream, load_stream
@@ -49,7 +49,7 @@ def test_kafka_needs_about_60_percent_more_consumers_than_mwf_for_a_negligible_t
 
 @pytest.fixture(scope="module")
 def generated_delta_5():
-    return evaluate(generate_stream(200, 500, 5, seed=1), 100, PAPER_ALGORITHMS)["results"]
+    return evaluate(generate_stream(200, 500, 5, seed=1), 100, paper_algorithms())["results"]
 
 
 def test_mwf_moves_55_percent_less_than_nfd_the_best_unmodified_heuristic(generated_delta_5):

@@ -16,7 +16,7 @@ import msgspec
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 if TYPE_CHECKING:
-    from app.service.answer import Computed
+    from app.codec.assign_input import Computed
 
 log = logging.getLogger("groupfit")
 
@@ -53,77 +53,72 @@ class GroupSeries:
                 gauge.remove(group)
 
 
+SECONDS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+"""Buckets of a duration: an assignment's computation; a request's from the second (a millisecond) on."""
+MOVES = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 20000)
+"""Buckets of the partitions one rebalance moves."""
+
+
 class Metrics:
     def __init__(self, max_groups: int = 1000) -> None:
         self.registry = CollectorRegistry()
-        self.requests = Counter(
-            "groupfit_http_requests",
-            "HTTP requests by route and status",
-            ["method", "route", "status"],
-            registry=self.registry,
+        by_route = ("method", "route", "status")
+        self.requests = self._counter("groupfit_http_requests", "HTTP requests by route and status", by_route)
+        self.latency = self._histogram(
+            "groupfit_http_request_duration_seconds", "HTTP request latency by route and status", by_route, SECONDS[1:]
         )
-        self.latency = Histogram(
-            "groupfit_http_request_duration_seconds",
-            "HTTP request latency by route and status",
-            ["method", "route", "status"],
-            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
-            registry=self.registry,
-        )
-        self.compute = Histogram(
+        self.compute = self._histogram(
             "groupfit_assignment_compute_seconds",
             "time to compute an assignment, by algorithm",
-            ["algorithm"],
-            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
-            registry=self.registry,
+            ("algorithm",),
+            SECONDS,
+        )
+        self.rebalances = self._counter(
+            "groupfit_rebalances_answered",
+            "assignments answered, by algorithm and mode (stored, dry_run, stateless)",
+            ("algorithm", "mode"),
+        )
+        self.moves_per_rebalance = self._histogram(
+            "groupfit_rebalance_moves", "partitions moved per stored rebalance, by algorithm", ("algorithm",), MOVES
+        )
+        self.store_errors = self._counter(
+            "groupfit_store_errors", "requests Redis did not serve (timeout, refused), by error", ("reason",)
         )
         self.groups = GroupSeries(self.registry, max_groups)
-        self.rscore = self.groups.gauge("groupfit_group_rscore", "Rscore of the group's last stored assignment")
-        self.consumers = self.groups.gauge(
-            "groupfit_group_consumers", "consumers of the group's last stored assignment"
-        )
+        self._group_gauges()
 
-        self.recommended = self.groups.gauge(
+    def _counter(self, name: str, documentation: str, labels: tuple[str, ...]) -> Counter:
+        return Counter(name, documentation, labels, registry=self.registry)
+
+    def _histogram(
+        self, name: str, documentation: str, labels: tuple[str, ...], buckets: tuple[float, ...]
+    ) -> Histogram:
+        return Histogram(name, documentation, labels, buckets=buckets, registry=self.registry)
+
+    def _group_gauges(self) -> None:
+        gauge = self.groups.gauge
+        self.rscore = gauge("groupfit_group_rscore", "Rscore of the group's last stored assignment")
+        self.consumers = gauge("groupfit_group_consumers", "consumers of the group's last stored assignment")
+        self.recommended = gauge(
             "groupfit_group_recommended_consumers",
             "consumers the group needs for its stored rates (its algorithm and capacity; GET /v1/groups/{g}/scale)",
         )
-        self.actual = self.groups.gauge(
+        self.actual = gauge(
             "groupfit_group_actual_consumers",
             "consumers holding partitions in the group's stored assignment, when its scale was last computed",
         )
-        self.moves = self.groups.gauge(
-            "groupfit_group_moves",
-            "partitions moved by the group's last stored rebalance",
-        )
-        self.moved_rate = self.groups.gauge(
+        self.moves = gauge("groupfit_group_moves", "partitions moved by the group's last stored rebalance")
+        self.moved_rate = gauge(
             "groupfit_group_moved_rate",
             "rate (the rates' unit, e.g. bytes/s) moved by the group's last stored rebalance",
         )
-        self.overloaded = self.groups.gauge(
+        self.overloaded = gauge(
             "groupfit_group_overloaded_consumers",
             "consumers above their capacity: in the last stored assignment, then under each newer stored rates",
         )
-        self.rates_stored = self.groups.gauge(
+        self.rates_stored = gauge(
             "groupfit_group_rates_updated_timestamp_seconds",
             "when this process last stored the group's rates (Unix time)",
-        )
-        self.rebalances = Counter(
-            "groupfit_rebalances_answered",
-            "assignments answered, by algorithm and mode (stored, dry_run, stateless)",
-            ["algorithm", "mode"],
-            registry=self.registry,
-        )
-        self.moves_per_rebalance = Histogram(
-            "groupfit_rebalance_moves",
-            "partitions moved per stored rebalance, by algorithm",
-            ["algorithm"],
-            buckets=(0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 20000),
-            registry=self.registry,
-        )
-        self.store_errors = Counter(
-            "groupfit_store_errors",
-            "requests Redis did not serve (timeout, refused), by error",
-            ["reason"],
-            registry=self.registry,
         )
 
     def computed(self, algorithm: str, seconds: float) -> None:

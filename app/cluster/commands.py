@@ -12,6 +12,21 @@ from app.core.placement.solver import solvers
 DEFAULT_NETWORK = 125_000_000.0  # bytes/s: a 1 Gbit/s link
 
 
+def byte_count(text: str) -> int:
+    """A whole number of bytes on the command line, written 4000000000000 or 4e12."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of bytes") from None
+    if not value.is_integer():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of bytes")
+    return int(value)
+
+
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--input", "-i", help="request JSON file (as POST /v1/placements takes), or - for stdin")
@@ -28,9 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     )
     live.add_argument("--objective", choices=["moves", "balance", "brokers"], help="default: moves")
     live.add_argument("--time-limit-ms", type=int, help="the exact solver's budget (default 1000)")
-    live.add_argument("--max-bytes-moved", type=float, help="most bytes the plan may copy")
+    live.add_argument("--max-bytes-moved", type=byte_count, help="most bytes the plan may copy")
     live.add_argument("--max-utilization", type=float, help="share of each capacity to use, (0, 1] (default 1)")
-    live.add_argument("--disk-capacity", type=float, help="bytes per broker (default: its log directories' total)")
+    live.add_argument("--disk-capacity", type=byte_count, help="bytes per broker (default: its log directories' total)")
     live.add_argument("--network-capacity", type=float, help="bytes/s per broker (default: 1.25e8, 1 Gbit/s)")
     live.add_argument("--execute", action="store_true", default=None, help="apply the plan and wait until done")
     live.add_argument("--throttle", type=float, help="replication throttle in bytes/s while the plan runs")
@@ -57,24 +72,24 @@ def run(args: argparse.Namespace) -> int:
 
     from app.codec.placement import PlacementOptions, PlacementRequest
     from app.codec.wire import convert, decode, encode
-    from app.service.placement import plan
+    from app.service.placement import PlacementLimits, plan
     from app.settings import get_settings
 
-    limit = get_settings().max_partitions
+    limits = PlacementLimits.of(get_settings())
     if args.input is not None:
         from app.cli import _read
 
-        given = [f"--{name.replace('_', '-')}" for name in LIVE_ONLY if getattr(args, name) is not None]
-        if given:
+        live_only = [f"--{name.replace('_', '-')}" for name in LIVE_ONLY if getattr(args, name) is not None]
+        if live_only:
             print(
-                f"groupfit placement: {', '.join(given)} go with --bootstrap-servers; a request file carries its "
+                f"groupfit placement: {', '.join(live_only)} go with --bootstrap-servers; a request file carries its "
                 "own solver and options.",
                 file=sys.stderr,
             )
             return 2
 
         body = sys.stdin.buffer.read() if args.input == "-" else _read(args.input)
-        answer = plan(decode(msgspec.json.Decoder(PlacementRequest), body), limit)
+        answer = plan(decode(msgspec.json.Decoder(PlacementRequest), body), limits)
     else:
         from app.cluster.kafka import ClusterError, execute, read_cluster
 
@@ -100,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
             return 1
         for note in snapshot.notes:
             print(f"groupfit placement: {note}", file=sys.stderr)
-        answer = plan(snapshot.request, limit)
+        answer = plan(snapshot.request, limits)
     text = encode(answer)
     sys.stdout.buffer.write(msgspec.json.format(text, indent=args.indent) if args.indent else text)
     sys.stdout.buffer.write(b"\n")

@@ -54,7 +54,7 @@ def _legacy_admin(bootstrap: str):
 def read_cluster(
     bootstrap: str,
     topics: Sequence[str] | None,
-    disk_capacity: float | None,
+    disk_capacity: int | None,
     network_capacity: float,
     solver: str,
     options: PlacementOptions,
@@ -76,7 +76,7 @@ def read_cluster(
             described = [d for d in described if not d.is_internal and not d.name.startswith("__")]
         configs = admin.describe_configs([ConfigResource(ResourceType.TOPIC, d.name) for d in described])
         retention = {
-            resource.name: float(future.result(TIMEOUT_S)["retention.ms"].value) for resource, future in configs.items()
+            resource.name: int(future.result(TIMEOUT_S)["retention.ms"].value) for resource, future in configs.items()
         }
     except KafkaException as exc:
         raise ClusterError(f"reading the cluster at {bootstrap} failed: {exc.args[0]}") from None
@@ -86,7 +86,7 @@ def read_cluster(
         disk = disk_capacity or totals.get(node.id)
         if not disk:
             raise ClusterError(f"broker {node.id} does not report its log directories' size; give --disk-capacity.")
-        brokers.append(BrokerSpec(node.id, float(disk), network_capacity, node.rack))
+        brokers.append(BrokerSpec(node.id, disk, network_capacity, node.rack))
     partitions = []
     for description in sorted(described, key=lambda d: d.name):
         forever = retention[description.name] <= 0
@@ -95,7 +95,7 @@ def read_cluster(
         for info in description.partitions:
             replicas = [node.id for node in info.replicas]
             size = max((sizes.get((description.name, info.id, b), 0) for b in replicas), default=0)
-            partitions.append(PartitionSpec(description.name, info.id, replicas, float(size), 0.0 if forever else None))
+            partitions.append(PartitionSpec(description.name, info.id, replicas, size, 0.0 if forever else None))
     return Snapshot(
         PlacementRequest(
             solver=solver,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
@@ -13,13 +13,11 @@ from app.codec.wire import (
     GroupName,
     PartitionRate,
     PartitionRef,
-    decode,
     keys_of,
     partition_ref,
     partition_refs,
     wired,
 )
-from app.core import native
 from app.core.assign import Outcome
 from app.core.errors import AssignmentError, ErrorCode
 from app.core.model import (
@@ -30,9 +28,6 @@ from app.core.model import (
     capacity_from_throughput,
     sorted_consumers,
 )
-
-if TYPE_CHECKING:
-    from groupfit_native import Bulk
 
 
 class SizedMember(Struct, forbid_unknown_fields=True):
@@ -120,27 +115,6 @@ class AssignResponse(Struct):
     outputs: dict[str, Any]
     group: str | None = None
     version: int | None = None
-
-
-_REQUEST = msgspec.json.Decoder(AssignRequest)
-
-
-def decode_assign(body: bytes, compiled: bool, unique_keys: bool = True) -> tuple[AssignRequest, Bulk | None]:
-    """The request. With `compiled`, the compiled core reads its partitions, previous assignment and members
-    into arrays where it can and the algorithm is one it runs: they are then in the Bulk (and None in the
-    request). Where it cannot, msgspec decodes the whole body, and says what is wrong with it (`unique_keys`: as
-    in `decode`)."""
-    split = native.parse_assign(body) if compiled else None
-    if split is not None:
-        rest, bulk = split
-        try:  # the compiled reader found no key twice in any object
-            request = _REQUEST.decode(rest)
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            pass  # the whole body's decoding says what is wrong, as it would have said it
-        else:
-            if request.algorithm in native.ALGORITHMS:
-                return request, bulk
-    return decode(_REQUEST, body, unique_keys), None
 
 
 def capacity_of(request: AssignRequest, stored: float | None = None) -> float:

@@ -8,7 +8,7 @@ import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from app.codec.wire import Topic
-from app.core.algorithm import PAPER_ALGORITHMS
+from app.core.algorithm import paper_algorithms
 
 Measurement = dict[Topic, dict[Annotated[str, Meta(pattern=r"^[0-9]{1,10}$")], float]]
 """topic → {partition: rate}, partitions written as integers (JSON keys are strings)."""
@@ -39,7 +39,7 @@ class EvaluateRequest(Struct, forbid_unknown_fields=True, kw_only=True):
             min_length=1,
             description="registered names, kd_<N> (Kafka's equal-count, N consumers) and repack@<W> (repack with consumer_weight W)",
         ),
-    ] = msgspec.field(default_factory=lambda: list(PAPER_ALGORITHMS))
+    ] = msgspec.field(default_factory=paper_algorithms)
     latency: Annotated[LatencyOptions | None, Meta(description="add latency percentiles (§VI-C)")] = None
     optimum: Annotated[
         OptimumOptions | None, Meta(description="add each algorithm's consumers against the exact optimum")

@@ -8,6 +8,7 @@ from msgspec import Meta, Struct
 
 from app.codec.assign import Move
 from app.codec.wire import PartitionRate, PartitionRef
+from app.core.algorithm import algorithms
 
 HISTORY_MOVES = 100
 """Moves kept in a history entry: the console shows the last rebalance's; the count is always whole."""
@@ -17,11 +18,37 @@ class AlgorithmInfo(Struct):
     name: str
     description: str
     source: str
-    params: dict[str, Any]
+    params: Annotated[dict[str, Any], Meta(description="JSON schema of its `params`")]
+    paper: Annotated[
+        int | None,
+        Meta(
+            description="its place among the twelve algorithms of Landau et al. §VI-A (1 = nf … 12 = mbfp); null: not one"
+        ),
+    ]
+    cheap: Annotated[
+        bool,
+        Meta(
+            description="n log n work, no search budget: a request of up to GROUPFIT_COMPUTE_INLINE_PARTITIONS is "
+            "computed on the event loop, a larger one (or any of another algorithm) by a compute worker"
+        ),
+    ]
+    compiled: Annotated[
+        bool, Meta(description="this service computes it with the compiled core (installed, and GROUPFIT_CORE)")
+    ]
 
 
 class AlgorithmList(Struct):
     algorithms: list[AlgorithmInfo]
+
+
+def algorithm_list(native: bool) -> AlgorithmList:
+    """The registry; `native`: whether the compiled core computes (GROUPFIT_CORE)."""
+    return AlgorithmList(
+        [
+            AlgorithmInfo(a.name, a.description, a.source, a.params_schema(), a.paper, a.cheap, native and a.compiled)
+            for a in algorithms().values()
+        ]
+    )
 
 
 class GroupState(Struct):

@@ -4,6 +4,7 @@ plan out."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -11,33 +12,67 @@ from msgspec import Meta, Struct
 
 from app.codec.wire import PartitionNumber, Topic
 from app.core.errors import AssignmentError, ErrorCode
-from app.core.placement.model import Broker, Objective, Options, Partition, PlacementProblem, build, throughput_of
-from app.core.placement.plan import Plan
+from app.core.placement.model import (
+    MAX_BYTES,
+    MAX_RATE,
+    MIN_RATE,
+    Broker,
+    Objective,
+    Options,
+    Partition,
+    PlacementProblem,
+    build,
+    throughput_of,
+)
+from app.core.placement.plan import BrokerUtilization, Plan
 
 BrokerId = Annotated[int, Meta(ge=0, le=2**31 - 1)]
+Bytes = Annotated[int, Meta(ge=0, le=MAX_BYTES)]
 
 
 class BrokerSpec(Struct, forbid_unknown_fields=True):
     id: BrokerId
-    disk: Annotated[float, Meta(gt=0, description="bytes the broker's log directories may hold")]
-    network: Annotated[float, Meta(gt=0, description="bytes/s the broker may take in (replicas' throughput)")]
+    disk: Annotated[int, Meta(ge=1, le=MAX_BYTES, description="bytes the broker's log directories may hold")]
+    network: Annotated[
+        float,
+        Meta(
+            ge=MIN_RATE,
+            le=MAX_RATE,
+            description="bytes/s the broker may take in (replicas' throughput); counted in thousandths of a byte/s",
+        ),
+    ]
     rack: Annotated[str | None, Meta(description="broker.rack; give every broker one, or none")] = None
 
 
 class TopicSpec(Struct, forbid_unknown_fields=True):
     name: Topic
-    retention_ms: Annotated[
-        float | None, Meta(description="retention.ms; a partition without throughput writes size / retention")
-    ] = None
+    retention_ms: (
+        Annotated[
+            int,
+            Meta(
+                ge=-1,
+                le=2**63 - 1,
+                description="retention.ms (-1: forever); a partition without throughput writes size / retention",
+            ),
+        ]
+        | None
+    ) = None
 
 
 class PartitionSpec(Struct, forbid_unknown_fields=True, gc=False):
     topic: Topic
     partition: PartitionNumber
     replicas: Annotated[list[BrokerId], Meta(min_length=1, description="current brokers, preferred leader first")]
-    size: Annotated[float, Meta(ge=0, description="bytes of one replica")]
+    size: Annotated[Bytes, Meta(description="bytes of one replica")]
     throughput: (
-        Annotated[float, Meta(ge=0, description="bytes/s written to each replica; default size / topic retention")]
+        Annotated[
+            float,
+            Meta(
+                ge=0,
+                description="bytes/s written to each replica, counted in thousandths of a byte/s rounded up; default "
+                "size / topic retention",
+            ),
+        ]
         | None
     ) = None
 
@@ -50,8 +85,15 @@ class PlacementOptions(Struct, forbid_unknown_fields=True, kw_only=True):
             "utilisation, then bytes; brokers = fewest brokers used, then bytes, then balance"
         ),
     ] = "moves"
-    time_limit_ms: Annotated[int, Meta(ge=10, le=600_000, description="the exact solver's budget")] = 1000
-    max_bytes_moved: Annotated[float, Meta(ge=0, description="most bytes the plan may copy")] | None = None
+    time_limit_ms: Annotated[
+        int,
+        Meta(
+            ge=10,
+            le=600_000,
+            description="the exact solver's budget; the service takes at most GROUPFIT_MAX_EXACT_TIME_LIMIT_MS",
+        ),
+    ] = 1000
+    max_bytes_moved: Annotated[int, Meta(ge=0, le=2**63 - 1, description="most bytes the plan may copy")] | None = None
     max_utilization: Annotated[
         float, Meta(gt=0, le=1, description="share of each capacity the plan may use (headroom)")
     ] = 1.0
@@ -77,20 +119,7 @@ class ReplicaMove(Struct, gc=False):
     partition: int
     from_: int = msgspec.field(name="from")
     to: int
-    bytes: float
-
-
-class BrokerUtilization(Struct, gc=False):
-    id: int
-    rack: str | None
-    disk_before: float
-    disk_after: float
-    network_before: float
-    network_after: float
-    leader_throughput_before: float
-    leader_throughput_after: float
-    replicas_before: int
-    replicas_after: int
+    bytes: int
 
 
 class Peak(Struct):
@@ -116,7 +145,7 @@ class PlacementResponse(Struct):
     objective: str
     partitions: list[PartitionPlacement]
     moves: list[ReplicaMove]
-    bytes_moved: float
+    bytes_moved: int
     brokers: list[BrokerUtilization]
     peak_before: Peak
     peak_after: Peak
@@ -132,6 +161,13 @@ class PlacementResponse(Struct):
 
 def problem_of(request: PlacementRequest) -> PlacementProblem:
     retention = {topic.name: topic.retention_ms for topic in request.topics}
+    if len(retention) < len(request.topics):
+        twice = sorted(name for name, count in Counter(t.name for t in request.topics).items() if count > 1)
+        raise AssignmentError(
+            ErrorCode.INVALID_PARAMETER,
+            f"topics {twice} are listed more than once; list each topic once.",
+            {"topics": twice},
+        )
     partitions = []
     for spec in request.partitions:
         throughput = spec.throughput
@@ -168,21 +204,7 @@ def answer_of(plan: Plan) -> PlacementResponse:
             for m in plan.moves
         ],
         bytes_moved=plan.bytes_moved,
-        brokers=[
-            BrokerUtilization(
-                b.id,
-                b.rack,
-                b.disk_before,
-                b.disk_after,
-                b.network_before,
-                b.network_after,
-                b.leader_throughput_before,
-                b.leader_throughput_after,
-                b.replicas_before,
-                b.replicas_after,
-            )
-            for b in plan.brokers
-        ],
+        brokers=plan.brokers,
         peak_before=Peak(*plan.peak_before),
         peak_after=Peak(*plan.peak_after),
         leaders_changed=plan.leaders_changed,

@@ -12,7 +12,7 @@ from typing import Annotated, Any, TypeVar
 import msgspec
 from msgspec import Meta, Struct
 
-from app.core.errors import AssignmentError, ErrorCode
+from app.core.errors import AssignmentError, ErrorCode, GroupfitError
 from app.core.model import PartitionKey
 
 GROUP_PATTERN = r"^[!-.0-~]{1,255}$"
@@ -72,7 +72,7 @@ def wired(value: Any) -> Any:
     return value
 
 
-def error_body(exc: AssignmentError) -> bytes:
+def error_body(exc: GroupfitError) -> bytes:
     return encode(ErrorResponse(ErrorDetail(exc.code.value, exc.message, wired(exc.details))))
 
 

@@ -77,8 +77,8 @@ def solve(problem: Problem, algorithm: Algorithm, params: Any, native: bool = Fa
                 algorithm.name, problem, assignment, consumers, owner, loads, moved, moved_from, score, overloaded,
                 outputs, used, Delta(*sparse),
             )  # fmt: skip
-    placement = algorithm.place(problem, params)
-    assignment = {c: held for c, held in placement.assignment.items() if held}
+    packing = algorithm.pack(problem, params)
+    assignment = {c: held for c, held in packing.assignment.items() if held}
     bins_used = len(assignment)
     if problem.members is not None:
         assignment = _fold_into_members(problem, assignment)
@@ -96,7 +96,7 @@ def solve(problem: Problem, algorithm: Algorithm, params: Any, native: bool = Fa
         moved_from=[previous_owner[j] or "" for j in moved],
         rscore=rscore(problem, moved),
         overloaded=[j for j, rate in enumerate(rates) if rate > capacity_of(owner[j])],
-        outputs=placement.outputs,
+        outputs=packing.outputs,
         bins_used=bins_used,
     )
 

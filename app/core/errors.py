@@ -1,13 +1,16 @@
-"""The one error type and the closed set of error codes: a stable code and a sentence a person can act on.
+"""The errors and the closed set of error codes: a stable code and a sentence a person can act on.
 
 Every code a client can receive is a member of `ErrorCode`; the API keys its HTTP status by it
-(app/api/errors.py) and README and the OpenAPI description list them all (a test checks both).
+(app/api/errors.py) and docs/api.md and the OpenAPI description list them all (tests check both). Every
+error raised is a `GroupfitError`: `AssignmentError` for a request that cannot be served as sent (bad input, an
+unknown group, a version conflict), `AccessDenied` for a token that does not allow it, `ComputeUnavailable`
+for a computation refused or stopped; each kind carries only its own codes.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 
 class ErrorCode(StrEnum):
@@ -48,15 +51,49 @@ class ErrorCode(StrEnum):
     INTERNAL_ERROR = "internal_error"
 
 
-class AssignmentError(ValueError):
-    """Bad input, or a request the service cannot serve. `code` is one of `ErrorCode`.
+class GroupfitError(Exception):
+    """A refusal: `code`, one of `ErrorCode`; `message`, what went wrong and what to do; `details`, plain data
+    for the error body (a partition in it is a `(topic, partition)` tuple under the key "partition", or a list
+    of them under "partitions", which the codec writes in the wire form). This base carries any code: the API
+    answers with it what no layer below raises (no route, the store down, a bug)."""
 
-    `details` is plain data for the error body; a partition in it is a `(topic, partition)` tuple under the
-    key "partition" (or a list of them under "partitions"), which the codec writes in the wire form.
-    """
+    codes: ClassVar[frozenset[ErrorCode]] = frozenset(ErrorCode)
+    """The codes this kind of error carries."""
 
-    def __init__(self, code: ErrorCode | str, message: str, details: Any = None) -> None:
+    def __init__(self, code: ErrorCode, message: str, details: Any = None) -> None:
         super().__init__(message)
         self.code = ErrorCode(code)  # an unknown code is a bug: fail where it is raised
+        if self.code not in self.codes:
+            raise ValueError(f"{type(self).__name__} does not carry {self.code.value!r}")
         self.message = message
         self.details = details
+
+
+class AccessDenied(GroupfitError):
+    """No valid token (401), or a token that does not allow this (403)."""
+
+    codes = frozenset({ErrorCode.UNAUTHORIZED, ErrorCode.FORBIDDEN})
+
+
+class ComputeUnavailable(GroupfitError):
+    """A computation refused (every compute worker busy and the queue full: 503) or stopped (past its deadline,
+    or its client gone: 504); the same request may succeed later."""
+
+    codes = frozenset({ErrorCode.COMPUTE_BUSY, ErrorCode.COMPUTE_TIMEOUT})
+
+
+class AssignmentError(GroupfitError, ValueError):
+    """A request that cannot be served as sent: bad input (422), too large (413), not JSON (415), an unknown
+    group (404), a version conflict (409)."""
+
+    codes = (
+        frozenset(ErrorCode)
+        - AccessDenied.codes
+        - ComputeUnavailable.codes
+        - {
+            ErrorCode.NOT_FOUND,  # the API's own answers: no route, no method, the store down, a bug
+            ErrorCode.METHOD_NOT_ALLOWED,
+            ErrorCode.STORE_UNAVAILABLE,
+            ErrorCode.INTERNAL_ERROR,
+        }
+    )

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, cast
 
-from app.core import native
-from app.core.errors import AssignmentError
+from app.core import extension
+from app.core.errors import AssignmentError, ErrorCode
 
 PartitionKey = tuple[str, int]
 """(topic, partition)"""
@@ -24,8 +24,14 @@ MAX_CONSUMERS = 100_000
 """The most consumers one answer may have unless the caller sets another limit (the service's
 GROUPFIT_MAX_CONSUMERS): a count implied by the request is checked against it before anything is allocated."""
 
-ROUNDING = 1 + 1e-12
-"""A load counts as within a capacity up to this factor: absorbs float rounding of summed rates."""
+ROUNDING_ERROR = 1e-12
+"""The relative error a sum of rates may carry from float rounding: summing n floats errs by at most about
+n·2⁻⁵³ ≈ n·1.1e-16 of the sum, so 1e-12 covers the sums of up to ~9 000 rates on one consumer, and it is still a
+millionth of a millionth of a capacity, far below any difference in rate that matters. The compiled core
+uses the same (native/src/bins.rs); replica placement has its own (app/core/placement/model.py)."""
+
+ROUNDING = 1 + ROUNDING_ERROR
+"""A load counts as within a capacity up to this factor (`within`)."""
 
 
 def within(load: float, capacity: float) -> bool:
@@ -49,7 +55,7 @@ def consumers_implied(implied: float, limit: int, what: str) -> int:
     (and when it is not finite) before any algorithm allocates that many."""
     if not implied <= limit:  # also NaN and +inf
         raise AssignmentError(
-            "too_many_consumers",
+            ErrorCode.TOO_MANY_CONSUMERS,
             f"{what} is {implied:.6g} consumers, more than this service gives one answer ({limit}); "
             "check the capacity and rates (same unit?) or the algorithm's parameters.",
             {"implied_consumers": implied if implied < math.inf else None, "max_consumers": limit},
@@ -61,10 +67,10 @@ def capacity_from_throughput(consumer_throughput: float, iteration_s: float = 30
     """C = C̄·(T − t_r)/T (§VI-C): the rate a consumer may be given so it catches up within one iteration."""
     for name, value in (("consumer_throughput", consumer_throughput), ("iteration_s", iteration_s)):
         if not _positive(value):
-            raise AssignmentError("invalid_capacity", f"{name} must be a finite number above 0, got {value!r}.")
+            raise AssignmentError(ErrorCode.INVALID_CAPACITY, f"{name} must be a finite number above 0, got {value!r}.")
     if not (_finite(rebalance_s) and 0 <= rebalance_s < iteration_s):
         raise AssignmentError(
-            "invalid_capacity",
+            ErrorCode.INVALID_CAPACITY,
             f"rebalance_s must be at least 0 and below iteration_s ({iteration_s}), got {rebalance_s!r}.",
         )
     return consumer_throughput * (iteration_s - rebalance_s) / iteration_s
@@ -171,7 +177,7 @@ def check_sums(rates: list[float], lags: list[float | None]) -> None:
     for name, values in (("rate", rates), ("lag", lags)):
         if not math.isfinite(sum(value for value in values if value is not None)):
             raise AssignmentError(
-                "invalid_rate", f"the {name}s sum to more than the largest float; send them in a larger unit."
+                ErrorCode.INVALID_RATE, f"the {name}s sum to more than the largest float; send them in a larger unit."
             )
 
 
@@ -182,7 +188,7 @@ def validate_partitions(keys: list[PartitionKey], rates: list[float], lags: list
         if bad:
             j = bad[0]
             raise AssignmentError(
-                "invalid_rate",
+                ErrorCode.INVALID_RATE,
                 f"partition {keys[j][0]}/{keys[j][1]} has {name} {values[j]!r}; {name}s must be finite and at least 0.",
                 {"partitions": [keys[i] for i in bad[:20]]},
             )
@@ -191,7 +197,7 @@ def validate_partitions(keys: list[PartitionKey], rates: list[float], lags: list
         counts = Counter(keys)
         duplicate = next(key for key in keys if counts[key] > 1)
         raise AssignmentError(
-            "duplicate_partition",
+            ErrorCode.DUPLICATE_PARTITION,
             f"partition {duplicate[0]}/{duplicate[1]} is listed more than once; list each partition once.",
             {"partition": duplicate},
         )
@@ -214,7 +220,7 @@ def build_problem(
     rates = list(rates)
     lags = [None] * len(keys) if lags is None else list(lags)
     previous = dict(previous or {})
-    if native.valid(keys, rates, lags, previous):  # the compiled check found nothing wrong (lists of keys among it)
+    if extension.valid(keys, rates, lags, previous):  # the compiled check found nothing wrong (lists of keys among it)
         check_sums(rates, lags)
         previous_doc = cast(dict[str, list[PartitionKey]], previous)
     else:
@@ -228,7 +234,9 @@ def build_problem(
 
 def check_capacity(capacity: float) -> None:
     if not _positive(capacity):
-        raise AssignmentError("invalid_capacity", f"capacity must be a finite number above 0, got {capacity!r}.")
+        raise AssignmentError(
+            ErrorCode.INVALID_CAPACITY, f"capacity must be a finite number above 0, got {capacity!r}."
+        )
 
 
 def check_scale(total_rate: float, capacity: float, member_count: int | None, max_consumers: int) -> int:
@@ -246,12 +254,14 @@ def _checked_previous(previous: Mapping[str, Sequence[PartitionKey]]) -> dict[st
     owner_of: dict[PartitionKey, str] = {}
     for consumer, held in previous.items():
         if not consumer:
-            raise AssignmentError("invalid_previous", "consumer ids in the previous assignment must not be empty.")
+            raise AssignmentError(
+                ErrorCode.INVALID_PREVIOUS, "consumer ids in the previous assignment must not be empty."
+            )
         held = list(held)
         for key in held:
             if key in owner_of:
                 raise AssignmentError(
-                    "invalid_previous",
+                    ErrorCode.INVALID_PREVIOUS,
                     f"partition {key[0]}/{key[1]} appears twice in the previous assignment "
                     f"({owner_of[key]!r} and {consumer!r}); a partition has one consumer.",
                     {"partition": key, "consumers": sorted_consumers({owner_of[key], consumer})},
@@ -269,10 +279,11 @@ def _members(
         member_list = list(members)
         if not member_list:
             raise AssignmentError(
-                "invalid_members", "members is empty; omit it to let groupfit size the group, or list the members."
+                ErrorCode.INVALID_MEMBERS,
+                "members is empty; omit it to let groupfit size the group, or list the members.",
             )
         if any(not isinstance(m, str) or not m for m in member_list) or len(set(member_list)) != len(member_list):
-            raise AssignmentError("invalid_members", "members must be distinct, non-empty consumer ids.")
+            raise AssignmentError(ErrorCode.INVALID_MEMBERS, "members must be distinct, non-empty consumer ids.")
     return member_list, _member_capacities(member_capacities or {}, member_list, float(capacity))
 
 
@@ -282,14 +293,14 @@ def _member_capacities(given: Mapping[str, float], members: list[str] | None, ca
     strangers = sorted_consumers(set(given) - set(members or ()))
     if strangers:
         raise AssignmentError(
-            "invalid_members",
+            ErrorCode.INVALID_MEMBERS,
             f"a capacity is given for {strangers[0]!r}, which is not a member; give capacities only with members.",
             {"consumers": strangers[:20]},
         )
     bad = [m for m, value in given.items() if not _positive(value)]
     if bad:
         raise AssignmentError(
-            "invalid_capacity",
+            ErrorCode.INVALID_CAPACITY,
             f"member {bad[0]!r} has capacity {given[bad[0]]!r}; a capacity must be a finite number above 0.",
             {"consumers": sorted_consumers(bad)[:20]},
         )

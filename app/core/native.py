@@ -1,8 +1,9 @@
-"""The compiled core: the `groupfit_native` extension (Rust, PyO3; source in native/) runs the hot path —
-the bins and fit rules, Any Fit, Modified Any Fit with its migration budget, least-loaded, and the owners,
-moves, Rscore and sparse delta — on arrays, with the partition index standing for (topic, partition) and
-consumers as integers. The pure-Python modules of app/core stay the reference: the differential tests
-require the same outcome from both.
+"""The compiled core's solve adapter: the `groupfit_native` extension (app/core/extension.py) runs the hot
+path — the bins and fit rules, Any Fit, Modified Any Fit with its migration budget, least-loaded, and the
+owners, moves, Rscore and sparse delta — on arrays, with the partition index standing for (topic, partition)
+and consumers as integers. The pure-Python modules of app/core stay the reference: the differential tests
+require the same outcome from both. It sits above the model and the algorithms (it makes their checks);
+app/core/assign.py uses it.
 
 `GROUPFIT_CORE` (app/settings.py) chooses: `auto` (compiled when installed), `native` (required),
 `python` (the reference only).
@@ -10,25 +11,17 @@ require the same outcome from both.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from app.core.algorithms.least_loaded import LeastLoadedParams, check, check_totals
+from app.core.extension import ALGORITHMS, AVAILABLE, module
+from app.core.model import Problem, check_capacity, check_scale
+
 if TYPE_CHECKING:
     from groupfit_native import Bulk
 
-    from app.core.model import PartitionKey, Problem
-
-_extension: ModuleType | None
-try:
-    import groupfit_native as _extension
-except ImportError:  # no compiler where groupfit was installed: the reference core runs everything
-    _extension = None
-
-AVAILABLE = _extension is not None
-ALGORITHMS: frozenset[str] = frozenset(_extension.ALGORITHMS if _extension is not None else ())
 CHOICES = ("auto", "native", "python")
 
 
@@ -52,25 +45,16 @@ def describe(native: bool, setting: str) -> str:
     return f"core: pure Python (the compiled core is {why}); GROUPFIT_CORE={setting}"
 
 
-def valid(keys: list[PartitionKey], rates: list[Any], lags: list[Any], previous: Mapping[str, Any]) -> bool:
-    """True when the compiled core finds the partitions and previous assignment certainly valid (rates and lags
-    finite floats ≥ 0, keys distinct, previous consumers non-empty and holding distinct partitions in lists);
-    False means only that the reference check (app.core.model) must run, and it says what is wrong."""
-    return _extension is not None and _extension.valid(keys, rates, lags, previous)
-
-
 def solve(problem: Problem, name: str, params: BaseModel | None) -> tuple[Any, ...] | None:
     """The compiled outcome's parts (see app.core.assign.solve), or None where the compiled core does not run
     this algorithm or cannot order these consumer ids exactly as the reference does (non-ASCII ids, numbers
     written with leading zeros); the reference then runs."""
-    if _extension is None or name not in ALGORITHMS:
+    if module is None or name not in ALGORITHMS:
         return None
-    if name == "least-loaded":  # what its parameters imply, refused as the reference refuses it
-        from app.core.algorithms.least_loaded import check  # here: app.core.model imports this module
-
-        check(problem, params)  # type: ignore[arg-type]
+    if isinstance(params, LeastLoadedParams):  # what its parameters imply, refused as the reference refuses it
+        check(problem, params)
     try:
-        bulk = _extension.from_objects(
+        bulk = module.from_objects(
             problem.keys,
             problem.rates,
             problem.lags if name == "least-loaded" else None,
@@ -89,18 +73,15 @@ def parse_assign(body: bytes) -> tuple[bytes, Bulk] | None:
     """An assignment request's JSON → (the JSON of its fields other than partitions, previous and members,
     for the codec to decode; those three on arrays), or None where the reference decoder must read it: the
     compiled reader takes only what the reference would accept, meaning the same (native/src/input.rs)."""
-    if _extension is None:
+    if module is None:
         return None
-    return _extension.parse_assign(body)
+    return module.parse_assign(body)
 
 
 def solve_bulk(bulk: Bulk, name: str, capacity: float, params: BaseModel | None, max_consumers: int) -> tuple[Any, int]:
     """(the compiled Solution, the lower bound ⌈Σ rate / C⌉) of a request read by `parse_assign`, after the
     checks `build_problem` and the algorithm make (here on the totals, summed as the reference sums them), in
     the same order, with the same errors."""
-    from app.core.algorithms.least_loaded import LeastLoadedParams, check_totals
-    from app.core.model import check_capacity, check_scale
-
     check_capacity(capacity)
     planning = params if isinstance(params, LeastLoadedParams) else None
     total_rate, lag_sum, planned_sum = bulk.totals(

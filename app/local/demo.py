@@ -170,7 +170,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def run_demo(check_seconds: float | None, rejoin_s: float = REJOIN_S) -> int:
     from app.local.kafka import ApacheKafka
-    from app.local.servers import EmbeddedRedis, free_port, wait_for_port
+    from app.local.servers import EmbeddedRedis, command_of, free_port, wait_for_port
 
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops everything too, like Ctrl-C (while starting)
     work = Path(tempfile.mkdtemp(prefix="groupfit-demo-"))
@@ -231,7 +231,7 @@ def run_demo(check_seconds: float | None, rejoin_s: float = REJOIN_S) -> int:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)  # stopping what was started runs to its end
             stop.set()
             for process in processes:
-                process.send_signal(signal.SIGINT if process.args[3:4] == ["rates-job"] else signal.SIGTERM)
+                process.send_signal(signal.SIGINT if command_of(process)[3:4] == ["rates-job"] else signal.SIGTERM)
             for process in processes:
                 try:
                     process.wait(timeout=20)
@@ -247,7 +247,9 @@ def run_demo(check_seconds: float | None, rejoin_s: float = REJOIN_S) -> int:
 
 async def _watch(bootstrap: str, service_url: str, check_seconds: float | None, rejoin_s: float) -> int:
     # SIGTERM cancels this task, so the consumers leave the group as on Ctrl-C (asyncio.run's own SIGINT way).
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, asyncio.current_task().cancel)
+    watching = asyncio.current_task()
+    if watching is not None:  # (always: asyncio.run runs this as a task)
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, watching.cancel)
     stop = asyncio.Event()
     group_task = asyncio.create_task(consume(bootstrap, TOPIC, GROUP, service_url, 3, stop, rejoin_s))
     began = time.monotonic()

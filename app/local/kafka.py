@@ -151,15 +151,17 @@ def spark_kafka_jars(spark_version: str, spark_jars_dir: Path | None = None) -> 
     # A cached folder first: a second run needs no network, not even to learn that a patch is still missing.
     folder = next((f for v in candidates if (f := _cached("spark-connector", **{"spark.version": v}))), None)
     if folder is None:
-        for version in candidates:
-            try:
-                folder = resolve_jars("spark-connector", **{"spark.version": version})
-                break
-            except KafkaSetupError:
-                if version == candidates[-1]:
-                    raise
+        folder = _resolved_connector(candidates)
     shipped = {_artifact(jar) for jar in spark_jars_dir.glob("*.jar")} if spark_jars_dir else set()
     return sorted(jar for jar in folder.glob("*.jar") if _artifact(jar) not in shipped)
+
+
+def _resolved_connector(versions: list[str]) -> Path:
+    """The connector's jars for the first of `versions` Maven Central has."""
+    for version in versions[:-1]:
+        with contextlib.suppress(KafkaSetupError):
+            return resolve_jars("spark-connector", **{"spark.version": version})
+    return resolve_jars("spark-connector", **{"spark.version": versions[-1]})
 
 
 def random_cluster_id() -> str:
@@ -219,9 +221,9 @@ class ApacheKafka:
     ) -> None:
         if brokers < 1:
             raise ValueError(f"brokers must be at least 1, got {brokers}")
-        racks = list(racks) if racks is not None else [None] * brokers
-        if len(racks) != brokers:
-            raise ValueError(f"racks names {len(racks)} racks for {brokers} brokers; give one per broker")
+        rack_of: list[str | None] = list(racks) if racks is not None else [None] * brokers
+        if len(rack_of) != brokers:
+            raise ValueError(f"racks names {len(rack_of)} racks for {brokers} brokers; give one per broker")
         self.work_dir = Path(work_dir)
         self.brokers = brokers
         self.extra_classpath = [Path(path) for path in extra_classpath]
@@ -231,12 +233,12 @@ class ApacheKafka:
         self.start_seconds: float | None = None
         if brokers == 1:
             self.nodes = [
-                KafkaNode(1, "broker,controller", self.work_dir / "node-1", free_port(), free_port(), racks[0])
+                KafkaNode(1, "broker,controller", self.work_dir / "node-1", free_port(), free_port(), rack_of[0])
             ]
         else:
             controller = KafkaNode(CONTROLLER_ID, "controller", self.work_dir / "controller", None, free_port())
             self.nodes = [controller] + [
-                KafkaNode(i, "broker", self.work_dir / f"broker-{i}", free_port(), None, racks[i - 1])
+                KafkaNode(i, "broker", self.work_dir / f"broker-{i}", free_port(), None, rack_of[i - 1])
                 for i in range(1, brokers + 1)
             ]
 

@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 
 def free_port() -> int:
@@ -32,6 +32,11 @@ def wait_for_port(host: str, port: int, timeout: float) -> None:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"nothing listens on {host}:{port} after {timeout} s") from None
             time.sleep(0.05)
+
+
+def command_of(process: subprocess.Popen) -> list[str]:
+    """The command a process was started with (every one here is a list of strings)."""
+    return cast(list[str], process.args)
 
 
 def stop_groups(processes: list[subprocess.Popen], timeout: float) -> None:

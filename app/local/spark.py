@@ -18,7 +18,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from app.local.servers import free_port, stop_groups
+from app.local.servers import command_of, free_port, stop_groups
 
 IVY_SETTINGS = """<ivysettings>
   <settings defaultResolver="central"/>
@@ -127,7 +127,7 @@ class SparkStandalone:
             with contextlib.suppress(OSError, ValueError):
                 if self.alive_workers() == self.workers:
                     return
-            dead = [p.args[1] for p in self.processes if p.poll() is not None]
+            dead = [command_of(p)[1] for p in self.processes if p.poll() is not None]
             if dead or time.monotonic() > deadline:
                 raise RuntimeError(
                     f"the Spark standalone cluster did not come up ({'exited: ' + ', '.join(dead) if dead else 'timeout'});"

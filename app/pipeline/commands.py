@@ -1,4 +1,5 @@
-"""`groupfit rates-job`: every option also from an environment variable GROUPFIT_RATES_<OPTION>."""
+"""`groupfit rates-job`: every option also from an environment variable GROUPFIT_RATES_<OPTION>;
+`groupfit spark-kafka-jars`: Spark's Kafka connector for the installed PySpark, for spark-submit's --jars."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ OPTIONS = [
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
+    if command == "spark-kafka-jars":
+        return
     for flag, env, default, help_text in OPTIONS:
         parser.add_argument(
             flag,
@@ -39,7 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.pipeline.job import SOURCES, JobOptions, spark_session, start
+    if args.command == "spark-kafka-jars":
+        from app.pipeline.job import connector_jars
+
+        print(",".join(connector_jars()))
+        return 0
+    from app.pipeline.job import SOURCES, JobOptions, log_progress, spark_session, start
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if not args.topics:
@@ -66,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     spark = spark_session(options)
     query = start(spark, options)
     try:
-        query.awaitTermination()
+        log_progress(query, options.trigger_s)
     except KeyboardInterrupt:
         query.stop()
     finally:

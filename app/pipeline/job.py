@@ -265,6 +265,22 @@ def records(spark: Any, options: JobOptions) -> Any:
     )
 
 
+def log_progress(query: Any, every_s: float) -> None:
+    """Wait for the query to end, logging each micro-batch's sources as Spark names them (its Kafka connector is
+    `KafkaV2[Subscribe[topics]]`) and the records each read; the logdirs loop reports none and is only waited for."""
+    if not hasattr(query, "lastProgress"):
+        query.awaitTermination()
+        return
+    logged = None
+    while not query.awaitTermination(every_s):
+        progress = query.lastProgress
+        if progress is None or progress["batchId"] == logged:
+            continue
+        logged = progress["batchId"]
+        for source in progress["sources"]:
+            log.info("batch %s: %s records from %s", logged, source["numInputRows"], source["description"])
+
+
 def start(spark: Any, options: JobOptions, sink: ServiceSink | None = None) -> Any:
     """Start the streaming query (for `logdirs`, the driver's sampling loop); returns it (call
     awaitTermination() or stop())."""

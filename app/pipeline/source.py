@@ -67,9 +67,11 @@ class KafkaStreamReader(DataSourceStreamReader):
                 ranges.append(KafkaPartitionRange(topic, int(partition), begin, stop))
         return ranges
 
-    def read(self, partition: KafkaPartitionRange) -> Iterator[Any]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
         """The records of one offset range, as Arrow record batches (far cheaper to hand to the JVM
         than one Python tuple per record)."""
+        if not isinstance(partition, KafkaPartitionRange):  # Spark hands back the ranges `partitions` made
+            raise TypeError(f"not a Kafka offset range: {partition!r}")
         import pyarrow as pa
         from confluent_kafka import Consumer, KafkaError, TopicPartition
 
@@ -94,7 +96,8 @@ class KafkaStreamReader(DataSourceStreamReader):
                 pa.array(times, pa.timestamp("us", tz="UTC")),
                 pa.array(sizes, pa.int64()),
             ]
-            offsets.clear(), times.clear(), sizes.clear()
+            for column in (offsets, times, sizes):
+                column.clear()
             return pa.RecordBatch.from_arrays(columns, names=["topic", "partition", "offset", "timestamp", "size"])
 
         try:
@@ -112,13 +115,16 @@ class KafkaStreamReader(DataSourceStreamReader):
                             done = True  # the broker has nothing more: read to the end that exists
                             break
                         raise RuntimeError(f"reading {partition.topic}/{partition.partition}: {error}")
-                    if message.offset() >= partition.end:
+                    offset = message.offset()
+                    if offset is None:  # only an error event has none, and those are handled above
+                        raise RuntimeError(f"reading {partition.topic}/{partition.partition}: a record without offset")
+                    if offset >= partition.end:
                         done = True
                         break
-                    offsets.append(message.offset())
+                    offsets.append(offset)
                     times.append(message.timestamp()[1] * 1000)  # ms → µs, Spark's timestamp unit
                     sizes.append(len(message.key() or b"") + len(message.value() or b""))
-                    if message.offset() >= partition.end - 1:
+                    if offset >= partition.end - 1:
                         done = True
                         break
                 if len(offsets) >= 50_000 or (done and offsets):

@@ -12,7 +12,8 @@ checks, small assignments, Redis round trips) never waits on one.
   a lower CPU priority than the server (NICE).
 
 A job is a module-level function from bytes to bytes (named by module and name, so only bytes cross the
-socket); an AssignmentError it raises is raised again here, with its code.
+socket); an AssignmentError it raises (bad input) is raised again here, with its code; a refusal of the pool
+itself is a ComputeUnavailable (compute_busy, compute_timeout).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from app.core.errors import AssignmentError, ErrorCode
+from app.core.errors import AssignmentError, ComputeUnavailable, ErrorCode
 
 log = logging.getLogger("groupfit")
 
@@ -72,7 +73,7 @@ class ComputePool:
 
     def _admit(self) -> None:
         if self._admitted >= self.workers + self.queue:
-            raise AssignmentError(
+            raise ComputeUnavailable(
                 ErrorCode.COMPUTE_BUSY,
                 f"all {self.workers} compute workers are busy and {self.queue} requests wait; retry shortly.",
                 {"workers": self.workers, "queue": self.queue},
@@ -93,8 +94,8 @@ class ComputePool:
         finally:
             self._admitted -= 1
 
-    def _timed_out(self) -> AssignmentError:
-        return AssignmentError(
+    def _timed_out(self) -> ComputeUnavailable:
+        return ComputeUnavailable(
             ErrorCode.COMPUTE_TIMEOUT,
             f"the computation did not finish within {self.timeout_s:g} s and was stopped; send a smaller "
             "request, a faster algorithm or a lower time_limit_ms.",
@@ -118,7 +119,7 @@ class ComputePool:
             return value
         if status == _REFUSED:
             code, message, details = value
-            raise AssignmentError(code, message, details)
+            raise AssignmentError(ErrorCode(code), message, details)
         if status == _OUT_OF_MEMORY:
             raise AssignmentError(
                 ErrorCode.TOO_MANY_PARTITIONS,
@@ -135,7 +136,9 @@ class ComputePool:
         try:
             await asyncio.wait([call] if watch is None else [call, watch], return_when=asyncio.FIRST_COMPLETED)
             if not call.done():
-                raise AssignmentError(ErrorCode.COMPUTE_TIMEOUT, "the client went away; the computation was stopped.")
+                raise ComputeUnavailable(
+                    ErrorCode.COMPUTE_TIMEOUT, "the client went away; the computation was stopped."
+                )
             status, value = call.result()  # a worker that died raises here
         except BaseException:
             call.cancel()

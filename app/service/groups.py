@@ -11,11 +11,17 @@ from app.codec.wire import convert, keys_of
 from app.core.errors import AssignmentError, ErrorCode
 from app.core.model import validate_partitions
 from app.service.clock import now
-from app.store.groups import GroupStore
+from app.store.groups import GroupStore, StoredGroup
 
 
-def _not_found(message: str) -> AssignmentError:
-    return AssignmentError(ErrorCode.GROUP_NOT_FOUND, message)
+async def stored_group(store: GroupStore, group: str) -> StoredGroup:
+    """The group's stored assignment and version, or group_not_found."""
+    stored = await store.get(group)
+    if stored is None:
+        raise AssignmentError(
+            ErrorCode.GROUP_NOT_FOUND, f"group {group!r} has no stored assignment; POST /v1/assign with 'group' first."
+        )
+    return stored
 
 
 class GroupService:
@@ -24,9 +30,7 @@ class GroupService:
         self.max_partitions = max_partitions
 
     async def state(self, group: str) -> GroupState:
-        stored = await self.store.get(group)
-        if stored is None:
-            raise _not_found(f"group {group!r} has no stored assignment; POST /v1/assign with 'group' first.")
+        stored = await stored_group(self.store, group)
         return GroupState(
             group=group,
             version=stored.version,
@@ -38,12 +42,12 @@ class GroupService:
 
     async def delete(self, group: str) -> None:
         if not await self.store.delete(group):
-            raise _not_found(f"group {group!r} has nothing stored.")
+            raise AssignmentError(ErrorCode.GROUP_NOT_FOUND, f"group {group!r} has nothing stored.")
 
     async def history(self, group: str, limit: int) -> GroupHistory:
         versions = await self.store.history(group, limit)
         if not versions:
-            raise _not_found(f"group {group!r} has no history.")
+            raise AssignmentError(ErrorCode.GROUP_NOT_FOUND, f"group {group!r} has no history.")
         return GroupHistory(group, convert(versions, list[HistoryEntry]))
 
     async def put_rates(self, group: str, update: RatesUpdate) -> RatesAck:
@@ -71,5 +75,5 @@ class GroupService:
     async def rates(self, group: str) -> StoredRates:
         rates = await self.store.get_rates(group)
         if rates is None:
-            raise _not_found(f"group {group!r} has no stored rates.")
+            raise AssignmentError(ErrorCode.GROUP_NOT_FOUND, f"group {group!r} has no stored rates.")
         return convert({"group": group, **rates}, StoredRates)

@@ -22,10 +22,10 @@ from app.codec.operations import (
     ScaleSignal,
 )
 from app.codec.wire import PartitionRate
-from app.core.errors import AssignmentError, ErrorCode
-from app.service.answer import Limits
+from app.core.errors import AssignmentError, ErrorCode, GroupfitError
 from app.service.assign import AssignService
 from app.service.compute import ComputePool
+from app.service.groups import stored_group
 from app.service.scaling import scale_signal
 from app.settings import Settings
 from app.sim.history import cadence
@@ -43,10 +43,6 @@ class ScaleObserver(Protocol):
     def rates_updated(self, group: str) -> None: ...
 
     def store_failed(self, reason: str) -> None: ...
-
-
-def _not_found(message: str) -> AssignmentError:
-    return AssignmentError(ErrorCode.GROUP_NOT_FOUND, message)
 
 
 def _age_s(stamp: str | None, now: datetime) -> float | None:
@@ -67,7 +63,6 @@ class OperationsService:
         self.store = store
         self.assigner = assigner
         self.pool = pool
-        self.limits = Limits.of(settings)
         self.max_cells = settings.max_evaluate_cells
         self.observer = observer
 
@@ -109,7 +104,10 @@ class OperationsService:
             )
         windows = await self.store.rates_history(group, limit)
         if not windows:
-            raise _not_found(f"group {group!r} has no stored rates windows; PUT /v1/groups/{group}/rates first.")
+            raise AssignmentError(
+                ErrorCode.GROUP_NOT_FOUND,
+                f"group {group!r} has no stored rates windows; PUT /v1/groups/{group}/rates first.",
+            )
         return windows
 
     async def rates_history(self, group: str, limit: int) -> RatesHistory:
@@ -138,7 +136,9 @@ class OperationsService:
         check_names(algorithms)
         stored = await self.store.get(group)
         if stored is None:
-            raise _not_found(f"group {group!r} has no stored assignment, so no capacity to replay with.")
+            raise AssignmentError(
+                ErrorCode.GROUP_NOT_FOUND, f"group {group!r} has no stored assignment, so no capacity to replay with."
+            )
         windows = await self._windows(group, limit, len(algorithms))
         stream = [_measurement(w["partitions"]) for w in windows]
         iteration_s = cadence([w["window_end"] for w in windows])
@@ -164,23 +164,19 @@ class OperationsService:
         except StoreUnavailable as exc:
             if self.observer is not None:
                 self.observer.store_failed(str(exc))
-        except AssignmentError as exc:
+        except GroupfitError as exc:  # bad rates, or every compute worker busy: the next rates try again
             log.debug("no scaling signal", extra={"fields": {"group": group, "error_code": exc.code.value}})
 
     async def scale(self, group: str, query: ScaleQuery = DEFAULT_SCALE_QUERY) -> ScaleSignal:
         """The action the group needs for its stored rates (app/core/decision.py), by the query's algorithm or
         the group's own, with the capacity of its stored assignment."""
-        stored = await self.store.get(group)
-        if stored is None:
-            raise _not_found(f"group {group!r} has no stored assignment; POST /v1/assign with 'group' first.")
+        stored = await stored_group(self.store, group)
         rates = await self.store.get_rates(group)
         if rates is None:
             raise AssignmentError(
                 ErrorCode.NO_RATES, f"group {group!r} has no stored rates; PUT /v1/groups/{group}/rates first."
             )
-        signal = await scale_signal(
-            group, stored, rates, query, self.limits, self.pool, self.assigner.inline_partitions
-        )
+        signal = await scale_signal(group, stored, rates, query, self.assigner.limits, self.pool)
         if self.observer is not None:
             self.observer.scaled(group, signal.needed, signal.current, len(signal.overloaded))
         return signal

@@ -1,18 +1,66 @@
 """The replica placement use case: a request → the plan of the chosen solver. Stateless: nothing is stored; the
-API and `groupfit placement` (from a file or from a live cluster) both call `plan`."""
+API and `groupfit placement` (from a file or from a live cluster) both call `plan`, within the same limits."""
 
 from __future__ import annotations
+
+import msgspec
 
 from app.codec.placement import PlacementRequest, PlacementResponse, answer_of, problem_of
 from app.core.errors import AssignmentError, ErrorCode
 from app.core.placement import place
+from app.settings import Settings
 
 
-def plan(request: PlacementRequest, max_partitions: int) -> PlacementResponse:
-    if len(request.partitions) > max_partitions:
+class PlacementLimits(msgspec.Struct, frozen=True, kw_only=True):
+    max_brokers: int
+    max_replicas: int
+    max_cells: int  # replicas × brokers
+    max_time_limit_ms: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> PlacementLimits:
+        return cls(
+            max_brokers=settings.max_placement_brokers,
+            max_replicas=settings.max_placement_replicas,
+            max_cells=settings.max_placement_cells,
+            max_time_limit_ms=settings.max_exact_time_limit_ms,
+        )
+
+
+def plan(request: PlacementRequest, limits: PlacementLimits) -> PlacementResponse:
+    check_size(request, limits)
+    return answer_of(place(problem_of(request), request.solver))
+
+
+def check_size(request: PlacementRequest, limits: PlacementLimits) -> None:
+    """The request within the service's limits, checked before any work (counts only)."""
+    brokers = len(request.brokers)
+    if brokers > limits.max_brokers:
+        raise AssignmentError(
+            ErrorCode.INVALID_BROKER,
+            f"{brokers} brokers is more than this service places on ({limits.max_brokers}); plan the cluster in "
+            "parts (e.g. per rack or per topic set).",
+            {"brokers": brokers, "max_brokers": limits.max_brokers},
+        )
+    replicas = sum(len(spec.replicas) for spec in request.partitions)
+    if replicas > limits.max_replicas:
         raise AssignmentError(
             ErrorCode.TOO_MANY_PARTITIONS,
-            f"{len(request.partitions)} partitions is more than this service takes ({max_partitions}); "
-            "plan the topics in parts.",
+            f"{replicas} replicas ({len(request.partitions)} partitions) is more than this service places "
+            f"({limits.max_replicas}); plan the topics in parts.",
+            {"replicas": replicas, "max_replicas": limits.max_replicas},
         )
-    return answer_of(place(problem_of(request), request.solver))
+    if replicas * brokers > limits.max_cells:
+        raise AssignmentError(
+            ErrorCode.TOO_MANY_PARTITIONS,
+            f"{replicas} replicas × {brokers} brokers is more than this service places ({limits.max_cells}); plan "
+            "the topics in parts, or fewer brokers at a time.",
+            {"replicas": replicas, "brokers": brokers, "max_cells": limits.max_cells},
+        )
+    budget = request.options.time_limit_ms
+    if budget > limits.max_time_limit_ms:
+        raise AssignmentError(
+            ErrorCode.INVALID_PARAMETER,
+            f"time_limit_ms {budget} is above this service's limit ({limits.max_time_limit_ms}); ask for less.",
+            {"max_time_limit_ms": limits.max_time_limit_ms},
+        )

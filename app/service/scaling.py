@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 import msgspec
 
 from app.codec.assign import AssignRequest
+from app.codec.assign_input import Limits, StoredRates, algorithm_of
 from app.codec.operations import ScaleQuery, ScaleSignal
 from app.codec.wire import PartitionRate, convert
+from app.core.algorithm import get_algorithm
 from app.core.decision import Decision, GroupState, decide
-from app.service.answer import Limits, algorithm_of
-from app.service.assign import CHEAP_ALGORITHMS
 from app.service.compute import ComputePool
 from app.store.groups import StoredGroup
 
@@ -59,11 +59,10 @@ def scale_job(payload: bytes) -> bytes:
 async def scale_signal(
     group: str,
     stored: StoredGroup,
-    rates: dict,
+    rates: StoredRates,
     query: ScaleQuery,
     limits: Limits,
     pool: ComputePool,
-    inline_partitions: int,
 ) -> ScaleSignal:
     """The decision for `group`, by the query's algorithm (default: the group's own) with its capacity."""
     partitions = convert(rates["partitions"], list[PartitionRate])
@@ -71,7 +70,7 @@ async def scale_signal(
     algorithm = query.algorithm or stored.algorithm
     job = ScaleJob(algorithm, query, partitions, stored.capacity, stored.assignment, age_s, limits)
     size = len(partitions) + sum(map(len, stored.assignment.values()))
-    if algorithm in CHEAP_ALGORITHMS and size <= inline_partitions:
+    if get_algorithm(algorithm).cheap and size <= limits.inline_partitions:
         fields = vars(run_scale(job))
     else:
         fields = _DECISION.decode(await pool.run(scale_job, msgspec.msgpack.encode(job)))

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from app.core.algorithm import PAPER_ALGORITHMS
+from app.core.algorithm import paper_algorithms
 from app.sim.stream import DELTAS, dump_stream, generate_stream, load_stream
 
 DEFAULT_CAPACITY = 100.0
@@ -100,9 +100,9 @@ def run(args: argparse.Namespace) -> int:
     if args.algorithms is not None:
         algorithms = [name.strip() for name in args.algorithms.split(",") if name.strip()]
     elif args.command == "report" and not args.generate:  # the sweep over δ would take half an hour more
-        algorithms = [*PAPER_ALGORITHMS, "repack"]
+        algorithms = [*paper_algorithms(), "repack"]
     else:
-        algorithms = list(PAPER_ALGORITHMS)
+        algorithms = paper_algorithms()
     if args.command == "report":
         return report(args, algorithms)
     import msgspec

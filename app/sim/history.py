@@ -12,7 +12,7 @@ from urllib.parse import quote
 import httpx
 
 from app.codec.evaluate import Measurement
-from app.core.errors import AssignmentError, ErrorCode
+from app.core.errors import AssignmentError, ErrorCode, GroupfitError
 
 SINGLE_WINDOW_S = 30.0  # one window: the paper's iteration (§VI-C)
 
@@ -59,6 +59,6 @@ def _get(client: httpx.Client, url: str, params: dict | None = None) -> dict:
         except (ValueError, KeyError, TypeError):
             error = {"code": ErrorCode.INVALID_REQUEST.value, "message": f"{url} answered {answer.status_code}."}
         known = error["code"] in ErrorCode._value2member_map_
-        code = error["code"] if known else ErrorCode.INVALID_REQUEST
-        raise AssignmentError(code, f"the service answered {answer.status_code}: {error['message']}")
+        code = ErrorCode(error["code"]) if known else ErrorCode.INVALID_REQUEST
+        raise GroupfitError(code, f"the service answered {answer.status_code}: {error['message']}")
     return answer.json()

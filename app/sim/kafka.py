@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from app.core.algorithm import Algorithm, Placement
+from app.core.algorithm import Algorithm, Packing
 from app.core.model import PartitionKey, Problem
 from app.sim.replay import Run, replay_with
 from app.sim.stream import Measurement
@@ -29,16 +29,16 @@ def is_kafka_default(name: str) -> bool:
 def kafka_default(consumers: int) -> Algorithm:
     owners: dict[PartitionKey, str] = {}  # every partition seen so far in this replay → its consumer
 
-    def place(problem: Problem, _params: object) -> Placement:
+    def pack(problem: Problem, _params: object) -> Packing:
         assignment: dict[str, list[int]] = {}
         for j, key in enumerate(problem.keys):
             owner = owners.get(key)
             if owner is None:
                 owner = owners[key] = f"c{len(owners) % consumers}"
             assignment.setdefault(owner, []).append(j)
-        return Placement(assignment)
+        return Packing(assignment)
 
-    return Algorithm(f"kd_{consumers}", f"Kafka's equal-count assignment over {consumers} consumers", place)
+    return Algorithm(f"kd_{consumers}", f"Kafka's equal-count assignment over {consumers} consumers", pack)
 
 
 def replay_kafka_default(stream: Sequence[Measurement], capacity: float, name: str, keep: bool = False) -> Run:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.core.assign import Outcome
-from app.core.errors import AssignmentError
+from app.core.errors import AssignmentError, ErrorCode
 
 THROUGHPUT_PER_CAPACITY = 133.0 / 100.0
 """C̄/C of the paper's evaluation (§VI-C): the model's default for a group whose C̄ is not given."""
@@ -55,7 +55,7 @@ class LatencyModel:
             if not ok or not math.isfinite(value):
                 bound = "≥ 0" if name == "rebalance_s" else "> 0"
                 raise AssignmentError(
-                    "invalid_parameter", f"latency {name} must be a finite number {bound}; got {value}."
+                    ErrorCode.INVALID_PARAMETER, f"latency {name} must be a finite number {bound}; got {value}."
                 )
 
 

@@ -22,7 +22,7 @@ import io
 import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -192,7 +192,7 @@ def _label_apart(figure: Any, axis: Any, points: dict[str, tuple[float, float]])
 
 
 def _small_multiples(
-    plt: Any, x: Sequence[float], series: dict[str, Sequence[float]], xlabel: str, ylabel: str, title: str
+    plt: Any, x: Sequence[float], series: Mapping[str, Sequence[float]], xlabel: str, ylabel: str, title: str
 ) -> Any:
     """One panel per name, its line highlighted over the others in grey: comparable without twelve lines
     crossing on one axis."""

@@ -60,7 +60,7 @@ def flatten(measurement: Measurement) -> tuple[list[PartitionKey], list[float]]:
         for partition, rate in partitions.items():
             if not topic or not partition.isdigit():
                 raise AssignmentError(
-                    "invalid_request",
+                    ErrorCode.INVALID_REQUEST,
                     f"a measurement maps topic → {{partition: rate}} with non-empty topics and partitions "
                     f"written as integers; got topic {topic!r}, partition {partition!r}.",
                 )

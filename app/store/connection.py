@@ -51,7 +51,7 @@ class Cluster(RedisCluster):
 
     - On CLUSTERDOWN from one node (a restarted node answers so until it has rejoined) redis-py closes the
       connections to every node, failing the commands in flight on the healthy ones. Here it only reads the
-      slot map again; `shutdown()` closes everything.
+      slot map again; `close_all()` closes everything.
     - After a node error it disconnects idle connections while other commands may be taking them, and those
       fail with AttributeError or RuntimeError as they write. Such a command was never sent, so it is sent
       again; if it fails so every time it is a ConnectionError (503 store_unavailable), never a 500.
@@ -60,7 +60,8 @@ class Cluster(RedisCluster):
     async def aclose(self) -> None:
         self._initialize = True
 
-    async def shutdown(self) -> None:
+    async def close_all(self) -> None:
+        """Close every connection (not Redis's SHUTDOWN, which `shutdown` would shadow)."""
         await super().aclose()
 
     async def execute_command(self, *args: Any, **kwargs: Any) -> Any:

@@ -204,7 +204,7 @@ class GroupStore:
                 await self.client.initialize()
 
     async def close(self) -> None:
-        await (self.client.shutdown() if isinstance(self.client, Cluster) else self.client.aclose())
+        await (self.client.close_all() if isinstance(self.client, Cluster) else self.client.aclose())
 
     async def ping(self) -> None:
         """Redis answers: for a cluster, any primary does (a stopped node costs only its own groups)."""
@@ -266,7 +266,7 @@ class GroupStore:
         keys = [self._key(group, "state"), self._key(group, "history"), record, self._key(group, "idempotency")]
         async with unavailable_as_503():
             outcome, version, *seen = await self._write_version(keys=keys, args=args)
-        if outcome == b"replayed":
+        if outcome == b"replayed" and replay is not None:  # (only a request with a key is replayed)
             fingerprint, answer = seen
             return VersionWrite(
                 "replayed", int(version), Replay(replay.key, fingerprint.decode(), answer, int(version))

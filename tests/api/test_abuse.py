@@ -58,8 +58,8 @@ def settings(redis_server) -> Settings:
 async def app(settings):
     app = create_app(settings)  # its worker starts with the first request that needs one
     yield app
-    await app.state.compute.close()
-    await app.state.store.close()
+    await app.state.services.compute.close()
+    await app.state.services.store.close()
 
 
 @pytest.fixture
@@ -119,8 +119,8 @@ async def test_the_consumer_limit_is_a_setting_and_holds_inside_evaluate(redis_s
         ):
             response = await client.post("/v1/evaluate", json=body)
             assert response.status_code == 422 and error(response) == "too_many_consumers"
-    await app.state.compute.close()
-    await app.state.store.close()
+    await app.state.services.compute.close()
+    await app.state.services.store.close()
 
 
 # 2. One request blocks every other client
@@ -128,7 +128,7 @@ async def test_the_consumer_limit_is_a_setting_and_holds_inside_evaluate(redis_s
 
 async def test_a_computation_past_its_deadline_is_answered_504_while_health_checks_are_answered(app, warm):
     client = warm
-    app.state.compute.timeout_s = 1.0
+    app.state.services.compute.timeout_s = 1.0
     order: list[str] = []
 
     async def evaluate() -> httpx.Response:
@@ -151,7 +151,7 @@ async def test_a_computation_past_its_deadline_is_answered_504_while_health_chec
 
 async def test_a_full_pool_answers_503_with_retry_after_and_small_assigns_still_run(app, warm):
     client = warm
-    app.state.compute.timeout_s = 1.5
+    app.state.services.compute.timeout_s = 1.5
     running = asyncio.ensure_future(client.post("/v1/evaluate", json=SLOW_EVALUATE))
     await asyncio.sleep(0.2)
     busy = await client.post("/v1/evaluate", json=SLOW_EVALUATE)
@@ -336,4 +336,4 @@ async def test_without_a_token_the_body_is_not_read(redis_server):
         assert response.status_code == 401 and error(response) == "unauthorized" and not read
         evaluate = await client.post("/v1/evaluate", content=b"{not json")
         assert evaluate.status_code == 401
-    await app.state.store.close()
+    await app.state.services.store.close()

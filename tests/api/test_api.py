@@ -14,6 +14,7 @@ import pytest
 
 from app import codec
 from app.api import examples
+from app.core import native
 from app.main import create_app, openapi_json
 from app.settings import Settings
 
@@ -44,7 +45,7 @@ async def client(settings):
     app = create_app(settings)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as c:
         yield c
-    await app.state.store.close()
+    await app.state.services.store.close()
 
 
 @pytest.fixture
@@ -266,6 +267,28 @@ async def test_algorithms_lists_the_registry_with_schemas(client):
     assert all(a.params.get("type") == "object" for a in listing.algorithms)
 
 
+PAPER_ORDER = ["nf", "ff", "bf", "wf", "nfd", "ffd", "bfd", "wfd", "mwf", "mbf", "mwfp", "mbfp"]
+"""Landau et al. §VI-A's twelve, as the paper lists them."""
+
+
+@pytest.mark.parametrize("core", ["auto", "python"])
+async def test_algorithms_show_their_traits(redis_backend, core):
+    """Each algorithm's place among the paper's twelve, whether it is cheap enough for the event loop, and
+    whether this service computes it with the compiled core: the extension's own table, and GROUPFIT_CORE."""
+    app = create_app(Settings(redis_url=redis_backend.url, core=core))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as c:
+        listing = msgspec.json.decode((await c.get("/v1/algorithms")).content, type=codec.AlgorithmList).algorithms
+    await app.state.services.store.close()
+    paper = sorted((a for a in listing if a.paper is not None), key=lambda a: a.paper or 0)
+    assert [a.name for a in paper] == PAPER_ORDER and [a.paper for a in paper] == list(range(1, 13))
+    cheap = {a.name for a in listing if a.cheap}
+    assert set(PAPER_ORDER) | {"range", "roundrobin", "sticky", "linear"} == cheap
+    assert {"exact", "repack", "kip441", "least-loaded"}.isdisjoint(cheap)
+    compiled = {a.name for a in listing if a.compiled}
+    assert compiled == (set(native.ALGORITHMS) if core == "auto" else set())
+    assert core == "python" or not native.AVAILABLE or {*PAPER_ORDER, "least-loaded"} <= compiled
+
+
 async def test_evaluate(client, reference_stream_path):
     stream = json.loads(reference_stream_path.read_text())[:10]
     response = await client.post("/v1/evaluate", json={"stream": stream, "capacity": 100, "algorithms": ["mwf", "bfd"]})
@@ -331,7 +354,7 @@ async def test_a_redis_that_does_not_answer_gives_503_within_the_timeout():
             response = await client.request(method, path, json=body)
             assert response.status_code == 503 and error_code(response) == "store_unavailable"
             assert 0.3 <= time.perf_counter() - started < 1.0
-        await app.state.store.close()
+        await app.state.services.store.close()
 
 
 async def test_the_contracts_examples_are_real_answers(client, group):

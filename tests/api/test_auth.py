@@ -30,7 +30,7 @@ async def client(redis_server, monkeypatch):
     app = create_app(Settings(redis_url=redis_server.url))
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
         yield c
-    await app.state.store.close()
+    await app.state.services.store.close()
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -85,7 +85,7 @@ async def test_off_by_default(redis_server):
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
         assert (await c.post("/v1/assign", json=REQUEST)).status_code == 200
         assert "access-control-allow-origin" not in (await c.get("/healthz", headers={"Origin": "https://x"})).headers
-    await app.state.store.close()
+    await app.state.services.store.close()
 
 
 async def test_unexpected_errors_hide_the_trace(redis_server, monkeypatch):
@@ -94,7 +94,7 @@ async def test_unexpected_errors_hide_the_trace(redis_server, monkeypatch):
     def broken(*_args, **_kwargs):
         raise RuntimeError("secret internals /etc/passwd")
 
-    monkeypatch.setattr("app.service.answer.solve", broken)  # the reference core's way
+    monkeypatch.setattr("app.codec.assign_input.solve", broken)  # the reference core's way
     monkeypatch.setattr("app.core.native.solve_bulk", broken)  # the compiled core's way
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app, raise_app_exceptions=False), base_url="http://t"
@@ -102,4 +102,4 @@ async def test_unexpected_errors_hide_the_trace(redis_server, monkeypatch):
         response = await c.post("/v1/assign", json=REQUEST)
     assert response.status_code == 500 and response.json()["error"]["code"] == "internal_error"
     assert "secret" not in response.text and "Traceback" not in response.text
-    await app.state.store.close()
+    await app.state.services.store.close()

@@ -47,7 +47,7 @@ async def client(settings):
     app, c = await client_of(settings)
     async with c:
         yield c
-    await app.state.store.close()
+    await app.state.services.store.close()
 
 
 async def seed(client: httpx.AsyncClient, group: str, windows: int = 3, algorithm: str = "mwf") -> None:
@@ -80,7 +80,7 @@ async def test_listing_filters_by_name_and_by_the_tokens_groups(settings, redis_
         scoped = (await client.get("/v1/groups", headers={"Authorization": "Bearer one"})).json()["groups"]
         assert [g["group"] for g in scoped] == ["orders-eu"]
         assert (await client.get("/v1/groups")).status_code == 401
-    await app.state.store.close()
+    await app.state.services.store.close()
 
 
 async def test_rates_history_is_bounded_by_count_and_age(client, settings):
@@ -98,7 +98,7 @@ async def test_rates_history_is_bounded_by_count_and_age(client, settings):
         await asyncio.sleep(0.4)
         await aging.put(f"/v1/groups/{group}/rates", json=rates_body(RATES[1], 5))
         windows = (await aging.get(f"/v1/groups/{group}/rates/history")).json()["windows"]
-    await app.state.store.close()
+    await app.state.services.store.close()
     assert [w["window_end"] for w in windows] == [window_end(5)]  # every older window was dropped by age
 
     assert (await client.delete(f"/v1/groups/{group}")).status_code == 204
@@ -127,7 +127,7 @@ async def test_replay_is_the_evaluation_on_the_groups_own_windows(client, settin
     async with small:  # 3 windows × 6 partitions × 2 algorithms = 36 cells: refused before any is read
         refused = await small.get(f"/v1/groups/{group}/replay?algorithms=mwf,bfd")
         fitting = await small.get(f"/v1/groups/{group}/replay?algorithms=mwf,bfd&windows=2")
-    await app.state.store.close()
+    await app.state.services.store.close()
     assert refused.status_code == 422 and refused.json()["error"]["code"] == "too_many_partitions"
     assert refused.json()["error"]["details"] == {"windows_that_fit": 2}
     assert fitting.status_code == 200 and fitting.json()["windows"] == 2
@@ -259,7 +259,7 @@ async def test_store_errors_are_counted_and_logs_name_group_algorithm_and_code(c
         body = {"algorithm": "mwf", "group": "orders", "capacity": 1, "partitions": []}
         assert (await client.post("/v1/assign", json=body)).status_code == 503
         metrics = (await client.get("/metrics")).text
-    await app.state.store.close()
+    await app.state.services.store.close()
     assert sample(metrics, "groupfit_store_errors_total", reason="ConnectionError") == 2
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
     failed = {line["route"]: line for line in lines if line.get("message") == "request" and line["status"] >= 400}

@@ -23,7 +23,7 @@ async def api(monkeypatch):
     app = create_app(Settings(redis_url="redis://127.0.0.1:1/0"))  # placements store nothing: no Redis needed
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
         yield client
-    await app.state.store.close()
+    await app.state.services.store.close()
 
 
 WRITER = {"Authorization": "Bearer writer"}
@@ -68,12 +68,26 @@ BAD = [
     (_with(lambda r: r["partitions"][0].update(replicas=[1, 1])), "invalid_replicas"),
     (_with(lambda r: r["partitions"][0].update(size=-1)), "invalid_rate"),
     (_with(lambda r: r.update(topics=[])), "invalid_rate"),  # no throughput and no retention
+    (_with(lambda r: r["topics"].append({"name": "orders", "retention_ms": 1})), "invalid_parameter"),
     (_with(lambda r: r["partitions"][0].update(size=5000)), "replica_too_large"),
     (_with(lambda r: r["partitions"][0].update(replicas=[1, 2, 3, 4])), "too_many_replicas"),
     (_with(lambda r: r["partitions"].append(dict(r["partitions"][0]))), "duplicate_partition"),
     (_with(lambda r: r["options"].update(objective="fast")), "invalid_parameter"),
     (_with(lambda r: r.update(solver="simplex")), "unknown_algorithm"),
     (_with(lambda r: r["brokers"].__setitem__(slice(None), r["brokers"][:2])), "placement_infeasible"),
+    # issue #27's reproducers (each answered 500 before, the CLI exiting 1 with a traceback)
+    (_with(lambda r: [b.update(disk=1e308) for b in r["brokers"]]), "invalid_capacity"),  # Σ disk past 1.8e308
+    (_with(lambda r: [b.update(network=1e308) for b in r["brokers"]]), "invalid_capacity"),
+    (_with(lambda r: [p.update(size=1e308) for p in r["partitions"]]), "invalid_rate"),  # Σ demand past 1.8e308
+    (_with(lambda r: r["partitions"][0].update(size=2**53 + 1)), "invalid_rate"),
+    (_with(lambda r: r["partitions"][0].update(size=0.5)), "invalid_rate"),  # bytes are whole
+    (_with(lambda r: r["partitions"][0].update(throughput=1e300)), "replica_too_large"),
+    (_with(lambda r: r["topics"][0].update(retention_ms=5e-324)), "invalid_parameter"),  # was a ZeroDivisionError
+    (_with(lambda r: r["topics"][0].update(retention_ms=1)), "replica_too_large"),  # 400 kB/ms on a 10 B/s broker
+    (_with(lambda r: r["brokers"][0].update(network=1e-4)), "invalid_capacity"),  # below the model's 0.001 B/s
+    (_with(lambda r: r["options"].update(max_bytes_moved=1e308)), "invalid_parameter"),
+    (_with(lambda r: r["options"].update(max_utilization=5e-324)), "replica_too_large"),  # capacities round to 0
+    (_with(lambda r: r["options"].update(time_limit_ms=600_000)), "invalid_parameter"),  # above the service's 2 000
 ]
 
 
@@ -92,3 +106,24 @@ def test_live_cluster_options_are_refused_with_a_request_file(tmp_path, capsys):
     path.write_text(json.dumps(PLACEMENT_REQUEST))
     assert main(["placement", "--input", str(path), "--solver", "heuristic", "--execute"]) == 2
     assert "--solver, --execute go with --bootstrap-servers" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("limit", "change", "code"),
+    [
+        ({"max_placement_brokers": 2}, lambda r: None, "invalid_broker"),
+        ({"max_placement_replicas": 5}, lambda r: None, "too_many_partitions"),  # 6 replicas
+        ({"max_placement_cells": 17}, lambda r: None, "too_many_partitions"),  # 6 replicas × 3 brokers
+        ({"max_exact_time_limit_ms": 500}, lambda r: r["options"].update(time_limit_ms=501), "invalid_parameter"),
+    ],
+)
+async def test_sizes_beyond_the_settings_are_refused_before_any_work(limit, change, code):
+    request = _with(change)
+    for settings, expected in ((limit, 422), ({}, 200)):  # refused with the limit, served without it
+        app = create_app(Settings(redis_url="redis://127.0.0.1:1/0", **settings))
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
+            response = await client.post("/v1/placements", json=request)
+        await app.state.services.store.close()
+        assert response.status_code == expected, response.text
+        if expected == 422:
+            assert response.json()["error"]["code"] == code and response.json()["error"]["details"]

@@ -22,7 +22,7 @@ async def client(redis_server):
     app = create_app(Settings(redis_url=redis_server.url, key_prefix=f"scale-{uuid.uuid4().hex[:6]}"))
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as c:
         yield c
-    await app.state.store.close()
+    await app.state.services.store.close()
 
 
 def partitions(rates: list[float]) -> list[dict]:

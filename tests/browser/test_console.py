@@ -21,7 +21,6 @@ from tests.conftest import LiveService
 GROUP = "orders<img&src=x&onerror=alert(1)>"
 TOPIC = "t&<b>"
 WINDOWS = [[40, 30, 20, 50, 60, 10], [45, 35, 25, 50, 60, 30], [90, 35, 25, 70, 60, 30]]
-WHATIF_DEFAULT = ["mwf", "bfd", "repack", "least-loaded", "linear", "wfd"]  # as console.js checks them
 OUTPUT = Path(os.environ.get("GROUPFIT_TEST_OUTPUT", "test-output")) / "browser"
 
 
@@ -133,19 +132,30 @@ def test_group_page_shows_the_last_rebalances_moves_and_delta(live_service, page
     shot(page, "group-moves")
 
 
-def test_what_if_table_fills_with_every_algorithm(seeded, page):
+def test_what_if_runs_the_registrys_algorithms(seeded, page):
+    """The what-if offers every algorithm of GET /v1/algorithms and runs, unless unchecked, those whose every
+    parameter has a stated default (the rest want more than a group stores); each row is that algorithm's dry run."""
+    registry = httpx.get(f"{seeded.url}/v1/algorithms", timeout=10).json()["algorithms"]
+    complete = [a for a in registry if all("default" in p for p in a["params"].get("properties", {}).values())]
+    expected = [a["name"] for a in complete]
+    assert 10 < len(expected) < len(registry) and "mwf" in expected, expected
     page.goto(f"{seeded.url}/ui#/whatif/{quote(GROUP, safe='')}")
-    expect(page.locator("#whatif[data-complete=true]")).to_have_count(1, timeout=30_000)
+    expect(page.locator("#whatif[data-complete=true]")).to_have_count(1, timeout=60_000)
+    boxes = page.locator(".toolbar input[type=checkbox]")
+    expect(boxes).to_have_count(len(registry))
+    assert [boxes.nth(i).get_attribute("value") for i in range(boxes.count())] == [a["name"] for a in registry]
+    assert [boxes.nth(i).get_attribute("value") for i in range(boxes.count()) if boxes.nth(i).is_checked()] == expected
     rows = page.locator("#whatif tbody tr")
-    expect(rows).to_have_count(len(WHATIF_DEFAULT))
-    assert sorted(rows.nth(i).get_attribute("data-algorithm") for i in range(rows.count())) == sorted(WHATIF_DEFAULT)
-    assert [rows.nth(i).get_attribute("data-done") for i in range(rows.count())] == ["ok"] * len(WHATIF_DEFAULT)
+    expect(rows).to_have_count(len(expected))
+    assert [rows.nth(i).get_attribute("data-algorithm") for i in range(rows.count())] == expected
     marked = 0
-    for name in WHATIF_DEFAULT:  # each row is that algorithm's dry run, its overloaded consumers marked
+    for name in expected:  # each row is that algorithm's dry run, its overloaded consumers marked
         dry = httpx.post(
             f"{seeded.url}/v1/assign", json={"algorithm": name, "group": GROUP, "dry_run": True}, timeout=10
         ).json()
-        cells = page.locator(f"#whatif tbody tr[data-algorithm={name}] td")
+        row = page.locator(f"#whatif tbody tr[data-algorithm={name}]")
+        assert row.get_attribute("data-done") == "ok", name
+        cells = row.locator("td")
         assert cells.nth(1).text_content() == str(dry["consumer_count"]), name
         assert cells.nth(3).text_content() == str(len(dry["moves"])), name
         overloaded = [c["id"] for c in dry["consumers"] if c["utilization"] > 1 + 1e-9]

@@ -1,12 +1,11 @@
-"""The HTTP client against the live service (typed results, quoted paths, the sync and async clients alike),
-its retry and timeout rules against recording transports, and its calls against openapi/openapi.json."""
+"""The HTTP client against the live service (typed results, quoted paths, the sync and async clients alike) and
+its retry and timeout rules against recording transports; test_contract.py checks it against openapi/openapi.json."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
 import datetime as dt
-import json
 import re
 import subprocess
 import sys
@@ -19,25 +18,18 @@ import httpx
 import pytest
 from groupfit_client import (
     AlgorithmInfo,
-    AlgorithmRun,
     Assignment,
     AsyncGroupfitClient,
-    BrokerUtilization,
-    ConsumerLoad,
-    Delta,
     Evaluation,
     GroupfitClient,
     GroupfitError,
     GroupList,
     GroupState,
-    GroupSummary,
     HistoryEntry,
     LatencyFigures,
     Move,
     OverloadedPartition,
-    PartitionPlacement,
     PartitionRate,
-    Peak,
     Placement,
     RatesAck,
     RatesWindow,
@@ -437,110 +429,3 @@ def test_the_package_imports_with_httpx_alone():
 
     assert all(hasattr(groupfit_client, name) for name in groupfit_client.__all__)
     assert (ROOT / "clients" / "python" / "groupfit_client" / "py.typed").exists()
-
-
-# -- the contract ---------------------------------------------------------------------------------
-
-
-def operation(spec: dict, call: _core.Call) -> dict:
-    """The OpenAPI operation `call` requests (its path matched against the templates)."""
-    for template, operations in spec["paths"].items():
-        pattern = "^" + re.sub(r"\\{[a-z_]+\\}", "[^/]+", re.escape(template)) + "$"
-        if re.match(pattern, call.path) and call.method.lower() in operations:
-            return operations[call.method.lower()]
-    raise AssertionError(f"{call.method} {call.path} is not in openapi/openapi.json")
-
-
-def schema_of(spec: dict, node: dict) -> dict:
-    return spec["components"]["schemas"][node["$ref"].rsplit("/", 1)[1]]
-
-
-def wire_fields(result_type: type) -> set[str]:
-    """The JSON fields a result type reads: its own, with a TopicPartition standing for topic and partition."""
-    names = {"from" if f.name == "from_" else f.name for f in dataclasses.fields(result_type) if f.name != "raw"}
-    keyed = (Move, OverloadedPartition, ReplicaMove, PartitionPlacement, ReassignmentPartition)
-    return names | {"topic"} if result_type in keyed else names
-
-
-def test_client_calls_and_results_match_the_contract():
-    """Every call's method, path, query, headers and body fields are in openapi/openapi.json, and every typed
-    result has exactly the fields of the answer's schema."""
-    spec = json.loads((ROOT / "openapi" / "openapi.json").read_text())
-    answers = {}
-    for name, (arguments, _) in CALLS.items():
-        args, kwargs = arguments("g#1")
-        if name == "assign":
-            kwargs["idempotency_key"] = "k"
-        call = getattr(_core, name)(*args, **kwargs)
-        op = operation(spec, call)
-        declared = {(p["in"], p["name"].lower()) for p in op.get("parameters", [])}
-        assert {("query", q) for q in call.params} <= declared, name
-        assert {("header", h.lower()) for h in call.headers} <= declared, name
-        if call.json is not None:
-            body = schema_of(spec, op["requestBody"]["content"]["application/json"]["schema"])
-            assert set(call.json) <= set(body["properties"]), name
-        content = op["responses"].get("200", {}).get("content", {}).get("application/json")
-        if content:
-            answers[name] = content["schema"]["$ref"].rsplit("/", 1)[1]
-    schemas = spec["components"]["schemas"]
-    partition_fields = set(schemas["PartitionRate"]["properties"])
-    assert set(PartitionRate._fields) == partition_fields and set(TopicPartition._fields) <= partition_fields
-    assert answers == {
-        "assign": "AssignResponse",
-        "assign_idempotent": "AssignResponse",
-        "algorithms": "AlgorithmList",
-        "group": "GroupState",
-        "history": "GroupHistory",
-        "put_rates": "RatesAck",
-        "rates": "StoredRates",
-        "evaluate": "EvaluateResponse",
-        "healthy": "Health",
-        "groups": "GroupList",
-        "scale": "ScaleSignal",
-        "rates_history": "RatesHistory",
-        "replay": "ReplayResponse",
-        "place_replicas": "PlacementResponse",
-    }
-    typed = {
-        Assignment: "AssignResponse",
-        ConsumerLoad: "ConsumerLoad",
-        Move: "Move",
-        Delta: "Delta",
-        OverloadedPartition: "OverloadedPartition",
-        GroupState: "GroupState",
-        HistoryEntry: "HistoryEntry",
-        StoredRates: "StoredRates",
-        RatesAck: "RatesAck",
-        AlgorithmInfo: "AlgorithmInfo",
-        Evaluation: "EvaluateResponse",
-        AlgorithmRun: "AlgorithmRun",
-        LatencyFigures: "LatencyFigures",
-        GroupList: "GroupList",
-        GroupSummary: "GroupSummary",
-        RatesWindow: "RatesWindow",
-        Replay: "ReplayResponse",
-        ReplayRun: "ReplayRun",
-        ScaleSignal: "ScaleSignal",
-        Placement: "PlacementResponse",
-        PartitionPlacement: "PartitionPlacement",
-        ReplicaMove: "ReplicaMove",
-        BrokerUtilization: "BrokerUtilization",
-        Peak: "Peak",
-        Reassignment: "Reassignment",
-        ReassignmentPartition: "ReassignmentPartition",
-    }
-    for result_type, schema in typed.items():
-        assert wire_fields(result_type) == set(schemas[schema]["properties"]), result_type.__name__
-
-
-def test_query_defaults_are_the_services():
-    """A call given no optional arguments sends the defaults openapi/openapi.json declares."""
-    spec = json.loads((ROOT / "openapi" / "openapi.json").read_text())
-    calls = [_core.history("g"), _core.groups(), _core.rates_history("g"), _core.replay("g")]
-    for call in calls:
-        declared = {p["name"]: p["schema"].get("default") for p in operation(spec, call).get("parameters", [])}
-        assert dict(call.params) == {
-            name: str(value).lower() if isinstance(value, bool) else value
-            for name, value in declared.items()
-            if value is not None
-        }, call.path

@@ -98,6 +98,9 @@ def test_rates_reach_the_service_within_10_percent(source, kafka_broker, live_se
             if close and len(lags) >= 2:  # two readings, so the lag can be seen growing
                 observed = stored
                 break
+        if source != "logdirs":  # the query's sources as Spark names them: the connector is KafkaV2
+            described = {s["description"] for progress in query.recentProgress for s in progress["sources"]}
+            assert any(d.startswith("KafkaV2[Subscribe[") for d in described) == (source == "kafka"), described
     finally:
         service.close()
         stop.set()

@@ -90,7 +90,7 @@ def test_a_skewed_cluster_is_planned_executed_and_verified(cluster, tmp_path, ca
             "--objective",
             "balance",
             "--time-limit-ms",
-            "5000",
+            "2000",
             "--disk-capacity",
             "2000000",
             "--execute",

@@ -1,12 +1,14 @@
 """The rates job on a Spark standalone cluster (a master and two workers from the installed PySpark), submitted
-by deploy/spark/submit.sh as an operator would, against real Apache Kafka and the live service; then the driver
-is stopped mid-stream and started again on the same checkpoint."""
+by deploy/spark/submit.sh as an operator would, reading real Apache Kafka through Spark's Kafka connector (the
+jars deploy/kafka/pom.xml resolves, given with --jars) and writing to the live service; then the driver is
+stopped mid-stream and started again on the same checkpoint."""
 
 from __future__ import annotations
 
 import itertools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -41,6 +43,30 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSta
 
 
 @pytest.fixture(scope="module")
+def kafka_connector_jars() -> str:
+    """What an operator gives submit.sh as SPARK_KAFKA_JARS: `groupfit spark-kafka-jars`, Spark's Kafka connector
+    for the installed PySpark and the jars it needs that Spark does not ship, resolved by Maven once."""
+    import pyspark
+
+    listed = subprocess.run(
+        [str(Path(sys.executable).with_name("groupfit")), "spark-kafka-jars"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    ).stdout.strip()
+    jars = [Path(jar) for jar in listed.split(",")]
+    assert all(jar.is_file() for jar in jars), listed
+    connector = next(jar for jar in jars if jar.name.startswith("spark-sql-kafka-0-10_2.13-"))
+    # Built for the installed Spark's minor (its x.y.0 when Maven Central lacks the patch): a minor's patch
+    # releases are binary compatible, another minor's are not (hence pyproject's pyspark<4.3).
+    built_for = re.fullmatch(r"spark-sql-kafka-0-10_2\.13-(\d+\.\d+)\.\d+\.jar", connector.name)
+    assert built_for and built_for.group(1) == ".".join(pyspark.__version__.split(".")[:2]), (connector, pyspark)
+    assert any(jar.name.startswith("kafka-clients-") for jar in jars)
+    return listed
+
+
+@pytest.fixture(scope="module")
 def groupfit_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """What submit.sh ships to the executors with --py-files: the `app` package, zipped as --py-files takes it."""
     folder = tmp_path_factory.mktemp("dist")
@@ -48,17 +74,17 @@ def groupfit_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 class Submitted:
-    """deploy/spark/submit.sh in client mode (standalone clusters run Python drivers in client mode), with the
-    job's own Kafka source: Spark's connector is left out (SPARK_KAFKA_PACKAGES=""), as no build of it for the
-    installed Spark can be fetched here."""
+    """deploy/spark/submit.sh in client mode (standalone clusters run Python drivers in client mode), with Spark's
+    Kafka connector from `jars` (SPARK_KAFKA_JARS: spark-submit --jars puts them on the driver's and the
+    executors' classpaths; nothing is fetched by Ivy)."""
 
-    def __init__(self, cluster: SparkStandalone, wheel: Path, log_path: Path, *job_args: str) -> None:
+    def __init__(self, cluster: SparkStandalone, wheel: Path, jars: str, log_path: Path, *job_args: str) -> None:
         env = {
             **cluster.env,
             "SPARK_MASTER": cluster.master_url,
             "SPARK_DEPLOY_MODE": "client",
             "GROUPFIT_WHEEL": str(wheel),
-            "SPARK_KAFKA_PACKAGES": "",
+            "SPARK_KAFKA_JARS": jars,
             "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",  # the venv's spark-submit
         }
         self.log_path = log_path
@@ -79,30 +105,43 @@ class Submitted:
     def log_tail(self) -> str:
         return self.log_path.read_text(errors="replace")[-4000:]
 
+    def records_read(self, topic: str, wait_s: float = 120) -> int:
+        """The records the job's log says its micro-batches read through Spark's Kafka connector (KafkaV2), once
+        it says so: a batch is logged when it has ended, after its rates were written (`wait_s` at most)."""
+        pattern = rf"batch \d+: (\d+) records from KafkaV2\[Subscribe\[{re.escape(topic)}\]\]"
+        deadline = time.monotonic() + wait_s
+        while not (read := sum(map(int, re.findall(pattern, self.log_path.read_text(errors="replace"))))):
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                break
+            time.sleep(1)
+        return read
+
 
 def batches(checkpoint: Path) -> dict[int, dict[str, int]]:
-    """The end offsets of every micro-batch the query planned, by batch id, from its checkpoint."""
+    """The end offsets of every micro-batch the query planned, by batch id, from its checkpoint: one line per
+    source after the version and the batch metadata, in the Kafka connector's form {"topic": {"partition": n}}."""
     planned = {}
     for path in (checkpoint / "offsets").iterdir():
         if path.name.isdigit():
             lines = path.read_text().splitlines()
             offsets: dict[str, int] = {}
-            for source in lines[2:]:  # after the version and the batch metadata, one line per source
+            for source in lines[2:]:
                 document = json.loads(source)
-                if isinstance(document, str):  # a Python data source's offset, JSON in a JSON string
-                    document = json.loads(document)
-                for key, value in document.items():  # {"topic/partition": offset} or {"topic": {"partition": offset}}
-                    offsets |= (
-                        {f"{key}/{p}": int(o) for p, o in value.items()}
-                        if isinstance(value, dict)
-                        else {key: int(value)}
-                    )
+                assert isinstance(document, dict), f"not the Kafka connector's offsets: {source}"
+                for topic, partitions in document.items():
+                    offsets |= {f"{topic}/{p}": int(o) for p, o in partitions.items()}
             planned[int(path.name)] = offsets
     return planned
 
 
+# Two spark-submits, each given up to 8 min from submit to accurate rates: 277 s and over 300 s were seen at load
+# average 20-25 on 2 cores (quiet: about a minute).
+SUBMIT_TO_RATES_S = 480
+
+
+@pytest.mark.timeout(2 * SUBMIT_TO_RATES_S + 600)
 def test_rates_job_on_a_standalone_cluster_and_a_driver_restart(
-    spark_cluster, groupfit_wheel, kafka_broker, live_service, tmp_path
+    spark_cluster, groupfit_wheel, kafka_connector_jars, kafka_broker, live_service, tmp_path
 ):
     topic, group = f"sa-{uuid.uuid4().hex[:6]}", f"sa-{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap_servers})
@@ -114,7 +153,6 @@ def test_rates_job_on_a_standalone_cluster_and_a_driver_restart(
         *("--service-url", live_service.url, "--service-group", group),
         *("--window-s", str(WINDOW_S), "--slide-s", "3", "--trigger-s", "3"),
         *("--checkpoint-dir", str(checkpoint), "--starting-offsets", "earliest"),
-        *("--source", "python"),  # after submit.sh's own --source: the last one counts
     ]
     stop, counts = threading.Event(), dict.fromkeys(RATES, 0)
     producer = threading.Thread(target=produce, args=(kafka_broker.bootstrap_servers, topic, 600, stop, counts))
@@ -145,21 +183,23 @@ def test_rates_job_on_a_standalone_cluster_and_a_driver_restart(
     try:
         time.sleep(WINDOW_S / 2)  # records for the first window to be complete
         started = time.perf_counter()
-        first = Submitted(spark_cluster, groupfit_wheel, tmp_path / "driver-1.log", *job_args)
-        rates = watch_until(None, 300, first)
+        first = Submitted(spark_cluster, groupfit_wheel, kafka_connector_jars, tmp_path / "driver-1.log", *job_args)
+        rates = watch_until(None, SUBMIT_TO_RATES_S, first)
         assert rates is not None, f"no accurate rates from the cluster: {observed[-3:]}\n{first.log_tail()}"
         print(f"first accurate rates {time.perf_counter() - started:.0f} s after spark-submit: {rates}")
+        assert first.records_read(topic) > 0, f"no batch read through the connector:\n{first.log_tail()}"
         time.sleep(6)  # mid-stream: more batches planned and committed
         stopped_at, seen_before = time.time(), len(observed)
         first.stop()
         before = batches(checkpoint)
         assert before, "the first run planned no batch"
         started = time.perf_counter()
-        second = Submitted(spark_cluster, groupfit_wheel, tmp_path / "driver-2.log", *job_args)
-        rates = watch_until(stopped_at, 300, second)
+        second = Submitted(spark_cluster, groupfit_wheel, kafka_connector_jars, tmp_path / "driver-2.log", *job_args)
+        rates = watch_until(stopped_at, SUBMIT_TO_RATES_S, second)
         restart_s = time.perf_counter() - started
         assert rates is not None, f"rates did not continue after the restart: {observed[-3:]}\n{second.log_tail()}"
         print(f"accurate rates again {restart_s:.0f} s after the restart: {rates}")
+        assert second.records_read(topic) > 0, f"no batch read through the connector:\n{second.log_tail()}"
         # Every window stored since the stop, from the batch replayed from the checkpoint on: one that lost the
         # records of the downtime (a gap) would be too low, one that read records again (a double count) too high.
         for _, window_end, stored in observed[seen_before:]:

@@ -8,22 +8,22 @@ first consumer is open before any partition comes, so it is f(k), as in the publ
 
 from __future__ import annotations
 
-from app.core.algorithm import Algorithm, NoParams, Placement, register
+from app.core.algorithm import Algorithm, NoParams, Packing, register
 from app.core.bins import FIT_RULES
 from app.core.model import Problem
 
 _RULE_NAMES = {"next": "Next Fit", "first": "First Fit", "best": "Best Fit", "worst": "Worst Fit"}
 
 
-def any_fit(problem: Problem, fit: str, decreasing: bool) -> Placement:
+def any_fit(problem: Problem, fit: str, decreasing: bool) -> Packing:
     bins = FIT_RULES[fit](problem)
     order = problem.decreasing() if decreasing else range(problem.size)
     for j in order:
         bins.place(j)
-    return Placement(bins.assignment())
+    return Packing(bins.assignment())
 
 
-def _register(fit: str, decreasing: bool) -> None:
+def _register(fit: str, decreasing: bool, paper: int) -> None:
     name = fit[0] + "f" + ("d" if decreasing else "")
     title = _RULE_NAMES[fit] + (" Decreasing" if decreasing else "")
     order = "largest rate first" if decreasing else "in request order"
@@ -31,13 +31,16 @@ def _register(fit: str, decreasing: bool) -> None:
         Algorithm(
             name=name,
             description=f"{title}: partitions {order}, new consumers by h(j,k) (Landau et al. §VI-A).",
-            place=lambda problem, _params: any_fit(problem, fit, decreasing),
+            pack=lambda problem, _params: any_fit(problem, fit, decreasing),
             params=NoParams,
             source="Landau et al. 2024, §II-B, §VI-A, Eq. 12-14",
+            paper=paper,
+            cheap=True,
         )
     )
 
 
-for _fit in ("next", "first", "best", "worst"):
+for _rank, _fit in enumerate(_RULE_NAMES):
     for _decreasing in (False, True):
-        _register(_fit, _decreasing)
+        # the paper's first eight (§VI-A): NF, FF, BF, WF, then the same decreasing
+        _register(_fit, _decreasing, paper=1 + _rank + 4 * _decreasing)

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.core.model import Problem
+from app.core.model import ROUNDING, Problem
 
 
 class MigrationBudget(BaseModel):
@@ -26,8 +26,8 @@ class Spending:
         self.rates = problem.rates
         self.capacity = problem.capacity
         self.budget = budget
-        # The Rscore cap as a rate, up to float rounding of the summed rates.
-        self.max_rate = None if budget.max_rscore is None else budget.max_rscore * problem.capacity * (1 + 1e-12)
+        # the Rscore cap as a rate, up to float rounding of the summed rates
+        self.max_rate = None if budget.max_rscore is None else budget.max_rscore * problem.capacity * ROUNDING
         self.max_moves = budget.max_moves
         self.rate = 0.0
         self.moves = 0

@@ -2,7 +2,7 @@
 Rscore against the previous assignment with that many consumers.
 
 The model is the bin packing of Landau et al. (Eq. 3-7) with the constraints of "Constraint Based Kafka
-Partition Balancing" (seed 003, Basic Model): a consumer's summed rate within C, each partition placed
+Partition Balancing" (its Basic Model): a consumer's summed rate within C, each partition placed
 once, no two partitions of an anti-collocation set on one consumer. A partition above its consumer's
 capacity sits alone, as everywhere in groupfit. Rates are scaled to integers of C/10^6, rounded down, so
 the integer model is a relaxation of the real one: its bounds are bounds of the real problem, and an
@@ -11,7 +11,7 @@ answer it finds is kept only if it respects the real capacities (else the feasib
 Consumers of different sizes (`Problem.capacity_of`) are not interchangeable, so phase 1 then packs the
 named candidates themselves, bins of one size used in id order.
 
-Phase 1 (how many consumers) packs anonymous bins, so it breaks their symmetry (seed 003: "capacities
+Phase 1 (how many consumers) packs anonymous bins, so it breaks their symmetry (as that paper does: "capacities
 may be interchanged ... to allow for membership symmetry"): the p-th largest partition goes into one of
 the first p+1 bins, and bins are used in order. Phase 2 (which consumer) gives the bins their ids: the
 previous consumers (or the members) first, fresh ids (ConsumerPool) only when they are all in use, and
@@ -33,11 +33,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.core.algorithm import Algorithm, Placement, register
+from app.core.algorithm import Algorithm, Packing, register
 from app.core.algorithms.any_fit import any_fit
 from app.core.algorithms.naming import candidates, name_by_overlap
 from app.core.algorithms.params import PartitionRef
-from app.core.errors import AssignmentError
+from app.core.errors import AssignmentError, ErrorCode
 from app.core.model import Problem, within
 
 RESOLUTION = 10**6  # integer units per capacity
@@ -53,9 +53,9 @@ class ExactParams(BaseModel):
     )
 
 
-def place(problem: Problem, params: ExactParams) -> Placement:
+def pack(problem: Problem, params: ExactParams) -> Packing:
     if problem.size == 0:
-        return Placement({}, _outputs("OPTIMAL", 0, 0, "OPTIMAL", 0.0, 0.0, [0.0, 0.0], 0))
+        return Packing({}, _outputs("OPTIMAL", 0, 0, "OPTIMAL", 0.0, 0.0, [0.0, 0.0], 0))
     sets = _anti_collocation(problem, params)
     heuristic = any_fit(problem, "best", decreasing=True).assignment  # an upper bound and a first packing
     weight = [math.floor(rate / problem.capacity * RESOLUTION) for rate in problem.rates]
@@ -75,7 +75,7 @@ def place(problem: Problem, params: ExactParams) -> Placement:
         problem, weight, sets, packing, labels, sizes, budget - min(spent1, share)
     )
     ended = time.perf_counter()
-    return Placement(
+    return Packing(
         {c: sorted(held, key=problem.keys.__getitem__) for c, held in assignment.items()},
         _outputs(
             status1,
@@ -120,7 +120,7 @@ def _anti_collocation(problem: Problem, params: ExactParams) -> list[list[int]]:
         missing = [f"{m.topic}/{m.partition}" for m in members if (m.topic, m.partition) not in index]
         if missing:
             raise AssignmentError(
-                "invalid_parameter", f"anti_collocation names unknown partitions: {', '.join(missing)}."
+                ErrorCode.INVALID_PARAMETER, f"anti_collocation names unknown partitions: {', '.join(missing)}."
             )
         sets.append(sorted({index[m.topic, m.partition] for m in members}))
     return [members for members in sets if len(members) > 1]
@@ -140,7 +140,7 @@ def _solver(seconds: float):
 def _check_size(problem: Problem, bins: int) -> None:
     if problem.size * bins > MAX_VARIABLES:
         raise AssignmentError(
-            "too_large_for_exact",
+            ErrorCode.TOO_LARGE_FOR_EXACT,
             f"{problem.size} partitions × {bins} candidate consumers is beyond the exact model ({MAX_VARIABLES} "
             "variables); use a heuristic such as mwf or bfd.",
         )
@@ -417,7 +417,7 @@ register(
     Algorithm(
         name="exact",
         description="Exact constraint model (CP-SAT): fewest consumers, then least Rscore; reports bound and gap.",
-        place=place,
+        pack=pack,
         params=ExactParams,
         source="Constraint Based Kafka Partition Balancing (Basic Model); Landau et al. Eq. 3-7 and 11",
     )

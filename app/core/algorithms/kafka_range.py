@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from itertools import groupby
 
-from app.core.algorithm import Algorithm, Placement, register
+from app.core.algorithm import Algorithm, Packing, register
 from app.core.algorithms.naming import group_of
 from app.core.algorithms.params import FixedGroup
 from app.core.model import Problem
 
 
-def range_assign(problem: Problem, params: FixedGroup) -> Placement:
+def range_assign(problem: Problem, params: FixedGroup) -> Packing:
     consumers = group_of(problem, params)
     assignment: dict[str, list[int]] = {c: [] for c in consumers}
     keys = problem.keys
@@ -23,15 +23,16 @@ def range_assign(problem: Problem, params: FixedGroup) -> Placement:
             end = start + share + (i < extra)
             assignment[consumer].extend(partitions[start:end])
             start = end
-    return Placement(assignment)
+    return Packing(assignment)
 
 
 register(
     Algorithm(
         name="range",
         description="Kafka's RangeAssignor: contiguous ranges per topic, equal counts, rates ignored (baseline).",
-        place=range_assign,
+        pack=range_assign,
         params=FixedGroup,
         source="Apache Kafka RangeAssignor",
+        cheap=True,
     )
 )

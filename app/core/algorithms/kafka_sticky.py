@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import heapq
 
-from app.core.algorithm import Algorithm, Placement, register
+from app.core.algorithm import Algorithm, Packing, register
 from app.core.algorithms.naming import group_of
 from app.core.algorithms.params import FixedGroup
 from app.core.model import Problem, consumer_sort_key
 
 
-def sticky(problem: Problem, params: FixedGroup) -> Placement:
+def sticky(problem: Problem, params: FixedGroup) -> Packing:
     consumers = group_of(problem, params)
     kept = {c: sorted(problem.previous_indices.get(c, []), key=problem.keys.__getitem__) for c in consumers}
     share, extra = divmod(problem.size, len(consumers))
@@ -30,15 +30,16 @@ def sticky(problem: Problem, params: FixedGroup) -> Placement:
         assignment[consumer].append(j)
         if count + 1 < quota[consumer]:
             heapq.heappush(open_slots, (count + 1, key, consumer))
-    return Placement(assignment)
+    return Packing(assignment)
 
 
 register(
     Algorithm(
         name="sticky",
         description="Kafka's sticky balance: counts differ by at most one, previous owners kept (baseline).",
-        place=sticky,
+        pack=sticky,
         params=FixedGroup,
         source="Apache Kafka StickyAssignor (KIP-54)",
+        cheap=True,
     )
 )

@@ -15,9 +15,9 @@ import math
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.core.algorithm import Algorithm, Placement, register
+from app.core.algorithm import Algorithm, Packing, register
 from app.core.algorithms.params import PartitionRef
-from app.core.errors import AssignmentError
+from app.core.errors import AssignmentError, ErrorCode
 from app.core.model import PartitionKey, Problem, consumer_sort_key, sorted_consumers
 
 
@@ -39,13 +39,15 @@ class Kip441Params(BaseModel):
     probing_rebalance_interval_ms: int = Field(600_000, ge=60_000)
 
 
-def place(problem: Problem, params: Kip441Params) -> Placement:
+def pack(problem: Problem, params: Kip441Params) -> Packing:
     if problem.members is None:
-        raise AssignmentError("invalid_members", "kip441 assigns among the group's members: give 'members'.")
+        raise AssignmentError(ErrorCode.INVALID_MEMBERS, "kip441 assigns among the group's members: give 'members'.")
     members = sorted_consumers(problem.members)
     stateless = {_index_of(problem, ref, "stateless") for ref in params.stateless}
     if len(stateless) < len(params.stateless):
-        raise AssignmentError("invalid_parameter", "stateless lists a partition twice; list each partition once.")
+        raise AssignmentError(
+            ErrorCode.INVALID_PARAMETER, "stateless lists a partition twice; list each partition once."
+        )
     tasks = [j for j in problem.key_order if j not in stateless]
     rank = _ranks(problem, params, members)
     # Most caught-up members of each task (all members if nobody hosts it): one pass over the members that
@@ -110,7 +112,7 @@ def place(problem: Problem, params: Kip441Params) -> Placement:
         return {m: [problem.keys[j] for j in held] for m, held in groups.items()}
 
     counts = [len(held) for held in actives.values()]
-    return Placement(
+    return Packing(
         assignment,
         {
             "actives": docs(actives),
@@ -127,14 +129,16 @@ def _ranks(problem: Problem, params: Kip441Params, members: list[str]) -> list[d
     ranks does not host it and ranks last (math.inf), so the ranks take O(hosted) memory, not O(P·M)."""
     unknown = sorted(set(params.member_lags) - set(members))
     if unknown:
-        raise AssignmentError("invalid_parameter", f"member_lags names members not in 'members': {', '.join(unknown)}.")
+        raise AssignmentError(
+            ErrorCode.INVALID_PARAMETER, f"member_lags names members not in 'members': {', '.join(unknown)}."
+        )
     rank: list[dict[str, float]] = [{} for _ in range(problem.size)]
     for member, lags in params.member_lags.items():
         for state in lags:
             j = _index_of(problem, state, f"member_lags of {member!r}")
             if member in rank[j]:
                 raise AssignmentError(
-                    "invalid_parameter",
+                    ErrorCode.INVALID_PARAMETER,
                     f"member_lags of {member!r} lists {state.topic}/{state.partition} twice; list each partition once.",
                 )
             rank[j][member] = 0 if state.lag <= params.acceptable_recovery_lag else state.lag
@@ -153,7 +157,7 @@ def _index_of(problem: Problem, ref: PartitionRef, where: str) -> int:
     j = problem.index.get((ref.topic, ref.partition))
     if j is None:
         raise AssignmentError(
-            "invalid_parameter", f"{where} names {ref.topic}/{ref.partition}, not a partition of the request."
+            ErrorCode.INVALID_PARAMETER, f"{where} names {ref.topic}/{ref.partition}, not a partition of the request."
         )
     return j
 
@@ -226,7 +230,7 @@ register(
     Algorithm(
         name="kip441",
         description="KIP-441 lag-ranked assignment: actives on caught-up members, warm-ups, standbys, probing hint.",
-        place=place,
+        pack=pack,
         params=Kip441Params,
         source="KIP-441 Smooth Scaling Out for Kafka Streams (assignment and balance evaluation algorithms)",
     )

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.core.algorithm import Algorithm, Placement, register
+from app.core.algorithm import Algorithm, Packing, register
 from app.core.algorithms.naming import candidates, name_by_overlap
-from app.core.errors import AssignmentError
+from app.core.errors import AssignmentError, ErrorCode
 from app.core.model import MAX_CONSUMERS, Problem, consumers_implied, within
 
 
@@ -134,18 +134,20 @@ def check_totals(
     mu = params.mu or capacity
     if not math.isfinite(planned_sum):
         raise AssignmentError(
-            "invalid_parameter",
+            ErrorCode.INVALID_PARAMETER,
             "the lags planned for the rebalance (lag + rate·rebalance_s) overflow; lower rebalance_s.",
         )
     for f in (params.f_up, params.f_down):
         if not (mu * f > 0 and mu * params.w_sla * f > 0):
-            raise AssignmentError("invalid_parameter", "μ·f and μ·w_sla·f underflow to 0; give larger mu, w_sla or f.")
+            raise AssignmentError(
+                ErrorCode.INVALID_PARAMETER, "μ·f and μ·w_sla·f underflow to 0; give larger mu, w_sla or f."
+            )
         consumers_implied(total_rate / mu / f, limit, "least-loaded's Σ rate / (μ·f)")
         for total in (lag_sum, planned_sum):
             consumers_implied(total / mu / params.w_sla / f, limit, "least-loaded's Σ lag / (μ·w_sla·f)")
 
 
-def place(problem: Problem, params: LeastLoadedParams) -> Placement:
+def pack(problem: Problem, params: LeastLoadedParams) -> Packing:
     check(problem, params)
     mu = params.mu or problem.capacity
     rates = problem.rates
@@ -212,7 +214,7 @@ def place(problem: Problem, params: LeastLoadedParams) -> Placement:
         assignment = name_by_overlap(problem, packing, candidates(problem, len(packing)))
     else:
         assignment = name_by_overlap(problem, packing, ids, [problem.capacity_of(c) for c in ids])
-    return Placement(
+    return Packing(
         assignment,
         {
             "scale_action": action,
@@ -228,7 +230,7 @@ register(
     Algorithm(
         name="least-loaded",
         description="Lag-aware Least-Loaded autoscaler: packs rate ≤ μ·f and lag ≤ μ·w_sla·f, decides UP/DOWN/REASS/NONE.",
-        place=place,
+        pack=pack,
         params=LeastLoadedParams,
         source="Ezzeddine, Baude, Huet, CLOSER 2024, Eq. 4-7, Algorithm 2, Procedures 1-2",
     )

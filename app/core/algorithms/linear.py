@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.core.algorithm import Algorithm, Placement, register
+from app.core.algorithm import Algorithm, Packing, register
 from app.core.bins import ConsumerPool
 from app.core.model import Problem, sorted_consumers
 
@@ -18,7 +18,7 @@ class LinearParams(BaseModel):
     f: float = Field(1.0, gt=0, le=1, description="target utilization of a consumer")
 
 
-def linear(problem: Problem, params: LinearParams) -> Placement:
+def linear(problem: Problem, params: LinearParams) -> Packing:
     mu = params.mu or problem.capacity
     # divided one factor at a time: μ·f may underflow to 0 where the quotient only overflows (and is refused)
     implied = problem.total_rate / mu / params.f
@@ -32,15 +32,16 @@ def linear(problem: Problem, params: LinearParams) -> Placement:
     assignment: dict[str, list[int]] = {c: [] for c in consumers}
     for i, j in enumerate(problem.key_order):
         assignment[consumers[i % len(consumers)]].append(j)
-    return Placement(assignment, {"replicas": count})
+    return Packing(assignment, {"replicas": count})
 
 
 register(
     Algorithm(
         name="linear",
         description="KEDA-style threshold autoscaler: ⌈Σ rate / (μ·f)⌉ consumers, round-robin (baseline).",
-        place=linear,
+        pack=linear,
         params=LinearParams,
         source="KEDA Kafka scaler / cloud autoscalers: Landau et al. §II-C; the linear autoscaler of Ezzeddine et al. §1, §3",
+        cheap=True,
     )
 )

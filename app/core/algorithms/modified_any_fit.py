@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from functools import partial
 
-from app.core.algorithm import Algorithm, Placement, register
+from app.core.algorithm import Algorithm, Packing, register
 from app.core.algorithms.budget import MigrationBudget, Spending
 from app.core.bins import FIT_RULES
 from app.core.model import Problem, consumer_sort_key, sorted_consumers, within
 
 
-def modified_any_fit(problem: Problem, fit: str, sort: str, budget: MigrationBudget | None = None) -> Placement:
+def modified_any_fit(problem: Problem, fit: str, sort: str, budget: MigrationBudget | None = None) -> Packing:
     rates = problem.rates
     spending = Spending(problem, budget or MigrationBudget())
     bins = FIT_RULES[fit](problem)  # line 1: N ← new ConsumerList with assignStrategy
@@ -82,10 +82,10 @@ def modified_any_fit(problem: Problem, fit: str, sort: str, budget: MigrationBud
             if len(bins.held[b]) > 1 and not within(bins.load[b], bins.cap[b])
         ]
         outputs = {"budget": spending.outputs(), "overloaded_consumers": sorted_consumers(over)}
-    return Placement(bins.assignment(), outputs)
+    return Packing(bins.assignment(), outputs)
 
 
-def _place(problem: Problem, params: MigrationBudget, fit: str, sort: str) -> Placement:
+def _pack(problem: Problem, params: MigrationBudget, fit: str, sort: str) -> Packing:
     return modified_any_fit(problem, fit, sort, params)
 
 
@@ -96,13 +96,15 @@ _TABLE_II = {
     "mbfp": ("best", "max", "Modified Best Fit Partition: consumers by their largest partition"),
 }
 
-for _name, (_fit, _sort, _title) in _TABLE_II.items():
+for _paper, (_name, (_fit, _sort, _title)) in enumerate(_TABLE_II.items(), start=9):  # the paper's last four
     register(
         Algorithm(
             name=_name,
             description=f"{_title}; migrates small partitions, keeps large ones (Landau et al. Algorithm 1).",
-            place=partial(_place, fit=_fit, sort=_sort),
+            pack=partial(_pack, fit=_fit, sort=_sort),
             params=MigrationBudget,
             source="Landau et al. 2024, §IV-B, Algorithm 1, Table II",
+            paper=_paper,
+            cheap=True,
         )
     )

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from app.core.algorithms.params import FixedGroup
 from app.core.bins import ConsumerPool
-from app.core.errors import AssignmentError
+from app.core.errors import AssignmentError, ErrorCode
 from app.core.model import Problem, consumer_sort_key, sorted_consumers
 
 
@@ -63,7 +63,8 @@ def group_of(problem: Problem, params: FixedGroup) -> list[str]:
     """The consumers a fixed-size assignor deals to, in id order."""
     if problem.members is not None and params.consumers is not None:
         raise AssignmentError(
-            "invalid_parameter", "'consumers' sizes a group without members; with 'members' the members are the group."
+            ErrorCode.INVALID_PARAMETER,
+            "'consumers' sizes a group without members; with 'members' the members are the group.",
         )
     previous = [c for c, held in problem.previous_indices.items() if held]
     count = params.consumers or len(previous) or max(1, problem.lower_bound)

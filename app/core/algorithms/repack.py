@@ -38,10 +38,10 @@ from typing import Any
 
 from pydantic import Field
 
-from app.core.algorithm import Algorithm, Placement, register
+from app.core.algorithm import Algorithm, Packing, register
 from app.core.algorithms.budget import MigrationBudget, Spending
 from app.core.bins import ConsumerPool, SortedRuns
-from app.core.model import ROUNDING, Problem, consumer_sort_key, sorted_consumers, within
+from app.core.model import ROUNDING, ROUNDING_ERROR, Problem, consumer_sort_key, sorted_consumers, within
 
 WORK_PER_MS = 700
 """Units of search work per millisecond of `time_limit_ms`: what one core of this project's machine does in
@@ -307,7 +307,7 @@ class Repacker:
     def best_fit(self, rate: float, excluded: int = -1) -> int:
         """The open consumer with the least remaining capacity that takes `rate`, other than `excluded`, or −1.
         The entries are (load − capacity, id, bin): the last one below rate − 0 (up to rounding) fits."""
-        found = self.by_slack.last_below((self.problem.capacity * 1e-12 - rate,))
+        found = self.by_slack.last_below((self.problem.capacity * ROUNDING_ERROR - rate,))
         if found is not None and found[2] == excluded:  # the next one down has more room
             found = self.by_slack.last_below(found)
         if found is None:
@@ -433,7 +433,7 @@ class Neighbourhood:
                     continue
                 step, move = row[slot], is_move[slot]
                 if move and (
-                    (free_rate is not None and moved + step > free_rate + 1e-12)
+                    (free_rate is not None and moved + step > free_rate + ROUNDING_ERROR)  # in units of C
                     or (free_moves is not None and moves >= free_moves)
                 ):
                     continue
@@ -453,7 +453,7 @@ class Neighbourhood:
         return nodes, {j: self.bins[slot] for j, slot in zip(items, self.best)}
 
 
-def place(problem: Problem, params: RepackParams) -> Placement:
+def pack(problem: Problem, params: RepackParams) -> Packing:
     state = Repacker(problem, params)
     state.start()
     limit = params.time_limit_ms * WORK_PER_MS
@@ -461,7 +461,7 @@ def place(problem: Problem, params: RepackParams) -> Placement:
     over = [
         state.ids[b] for b, held in enumerate(state.held) if len(held) > 1 and not within(state.load[b], state.cap[b])
     ]
-    return Placement(
+    return Packing(
         state.assignment(),
         {
             "objective": params.consumer_weight * sum(1 for held in state.held if held)
@@ -479,7 +479,7 @@ register(
         name="repack",
         description="Migration-aware repacking: W·consumers + Rscore from the previous assignment (repair, place, "
         "large-neighbourhood search); max_rscore / max_moves caps.",
-        place=place,
+        pack=pack,
         params=RepackParams,
         source="Landau et al. 2024, Eq. 3 and 11 as one objective; large-neighbourhood search (Shaw 1998)",
     )

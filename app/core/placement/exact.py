@@ -7,17 +7,24 @@ is the seed's "membership symmetry" removed at the root: y[p, b] = 1 when partit
   Σ_b y[p, b] = replication factor of p                      (each replica placed once)
   y[p, b] ∈ {0, 1}; Σ_{b in rack k} y[p, b] ≤ 1 with racks    (replica-set anti-collocation, brokers and racks)
   Σ_p D_p y[p, b] ≤ disk_b,  Σ_p (D_p / T_p) y[p, b] ≤ net_b   (capacity; the seed's common capacity limitation)
-Objectives: bytes moved Σ_{b not a current broker of p} D_p y[p, b]; balance U ≥ each broker's utilisation on
-both dimensions; brokers used Σ_b u_b with u_b ≥ y[p, b].
+Objectives: bytes moved = Σ_p r_p D_p − Σ_{b a current broker of p} D_p y[p, b] (what is not kept is copied);
+balance: the peak P in steps of 1/UTILIZATION_STEPS with UTILIZATION_STEPS × load_b ≤ P × capacity_b on both
+dimensions (`model.utilization_steps`); brokers used Σ_b u_b with u_b ≥ y[p, b].
 
-Sizes are integers of 1/RESOLUTION of the largest disk (throughputs of the largest network capacity), rounded
-down, and capacities too, so the integer model is a relaxation of the real one: every real placement is one of
-its answers (the heuristic's is always a valid hint), its bounds and its infeasibility hold for the real problem,
-and an answer of it is kept only if it holds in real numbers (within one unit per replica it may not). The
-heuristic's placement is the complete
-hint; its objective is never beaten by a worse answer (the better of the two is returned). Each phase minimises
-one objective with the ones before it held at their best values; optimal means every criterion was proven, by
-CP-SAT or by reaching a bound any placement obeys (`model.lower_bounds`).
+The numbers are the problem's own whole numbers (bytes; network units of 1/RATE_STEPS byte/s), so every answer
+of the model is a placement of the problem and CP-SAT's optimum is the problem's (balance counted in steps).
+CP-SAT refuses a model where a linear expression's Σ |coefficient × bound| could reach 2^62; every expression
+here is bounded by the dimension's total demand (Σ r_p D_p) plus one broker's capacity — the peak's constraint is
+written as load_b ≤ P × ⌊capacity_b / S⌋ + w_b, S × w_b ≤ P × (capacity_b mod S), which is the same constraint
+on whole numbers without multiplying a load by S. When that bound passes MAGNITUDE (about 10^18 bytes of
+replicas, far beyond any cluster) the dimension is counted in units of 2^k, sizes and capacities rounded down: a
+relaxation, so its infeasibility and its bounds still hold; its answer is checked in whole numbers, mended by the
+heuristic's repair when above a capacity, and called optimal only where a bound any placement obeys is reached.
+
+The heuristic's placement is the complete hint; the better of the two (compared on the whole-number criteria,
+`model.criteria`) is returned. Each phase minimises one criterion with the ones before it held at their best
+values; optimal means every criterion was proven, by CP-SAT or by reaching a bound any placement obeys
+(`model.lower_bounds`).
 
 Beyond MAX_VARIABLES (partition, broker) pairs the model frees a large neighbourhood of the heuristic's placement
 (the partitions it moved, then those on its most utilised brokers) and fixes the rest; its bounds are then only
@@ -38,17 +45,26 @@ from app.core.placement import heuristic
 from app.core.placement.model import (
     GONE,
     ORDER,
+    UTILIZATION_STEPS,
     Objective,
     PlacementProblem,
+    criteria,
     lower_bounds,
     objective_values,
     violations,
 )
 from app.core.placement.solver import Solution, Solver, register
 
-RESOLUTION = 10**6  # integer units of the largest capacity
-UTILIZATION_STEPS = 10**4  # balance in steps of 0.01 %
 MAX_VARIABLES = 200_000  # free (partition, broker) pairs in one model
+MAGNITUDE = 2**60  # the most Σ |coefficient × bound| of one expression (CP-SAT refuses from 2^62)
+
+
+def unit_of(demand: int, capacity: int) -> int:
+    """1, or the least power of two that brings the dimension's largest expression within MAGNITUDE."""
+    unit = 1
+    while demand + capacity > MAGNITUDE * unit:
+        unit *= 2
+    return unit
 
 
 def solve(problem: PlacementProblem) -> Solution:
@@ -56,14 +72,16 @@ def solve(problem: PlacementProblem) -> Solution:
 
     brokers, parts = problem.brokers, problem.partitions
     start = heuristic.greedy(problem)
-    if start is not None and not start.affordable(0.0):
+    if start is not None and not start.affordable(0):
         start = None  # its repair alone spends more than max_bytes_moved: no hint
     free = _neighbourhood(problem, start)
     whole = len(free) == len(parts)
-    disk_unit = max(b.disk for b in brokers) / RESOLUTION
-    network_unit = max(b.network for b in brokers) / RESOLUTION
-    size = [math.floor(p.size / disk_unit) for p in parts]
-    flow = [math.floor(p.throughput / network_unit) for p in parts]
+    factor = [len(p.replicas) for p in parts]
+    disk_unit = unit_of(sum(r * p.size for r, p in zip(factor, parts)), max(b.disk for b in brokers))
+    network_unit = unit_of(sum(r * f for r, f in zip(factor, problem.flow)), max(problem.network_full))
+    exact_units = disk_unit == network_unit == 1
+    size = [p.size // disk_unit for p in parts]
+    flow = [f // network_unit for f in problem.flow]
     current = [set(held) - {GONE} for held in problem.current]
     # the partitions outside the neighbourhood stay where the heuristic put them: constants of the model
     fixed_disk, fixed_network, fixed_moved = [0] * len(brokers), [0] * len(brokers), 0
@@ -77,12 +95,10 @@ def solve(problem: PlacementProblem) -> Solution:
                 fixed_disk[b] += size[p]
                 fixed_network[b] += flow[p]
                 fixed_moved += size[p] if b not in current[p] else 0
-    disk_cap = [math.floor(limit / disk_unit) - fixed for limit, fixed in zip(problem.disk_limit, fixed_disk)]
-    network_cap = [
-        math.floor(limit / network_unit) - fixed for limit, fixed in zip(problem.network_limit, fixed_network)
-    ]
-    disk_full = [math.ceil(b.disk / disk_unit) for b in brokers]
-    network_full = [math.ceil(b.network / network_unit) for b in brokers]
+    disk_cap = [limit // disk_unit - fixed for limit, fixed in zip(problem.disk_limit, fixed_disk)]
+    network_cap = [limit // network_unit - fixed for limit, fixed in zip(problem.network_limit, fixed_network)]
+    disk_full = [-(-b.disk // disk_unit) for b in brokers]
+    network_full = [-(-full // network_unit) for full in problem.network_full]
 
     model = cp_model.CpModel()
     y: dict[tuple[int, int], Any] = {}
@@ -96,28 +112,34 @@ def solve(problem: PlacementProblem) -> Solution:
                 mine.append(var)
                 by_broker[b].append(p)
                 racks.setdefault(problem.rack_of[b], []).append(var)
-        model.add(cp_model.LinearExpr.sum(mine) == len(parts[p].replicas))
+        model.add(cp_model.LinearExpr.sum(mine) == factor[p])
         if problem.rack_aware:
             for members in racks.values():
                 if len(members) > 1:
                     model.add_at_most_one(members)
     peak = model.new_int_var(0, UTILIZATION_STEPS, "peak")
+    rests: list[tuple[Any, int]] = []  # (w, capacity mod S) of each peak constraint, for the hint
     for b in range(len(brokers)):
         held = [y[p, b] for p in by_broker[b]]
-        disk_load = cp_model.LinearExpr.weighted_sum(held, [size[p] for p in by_broker[b]])
-        network_load = cp_model.LinearExpr.weighted_sum(held, [flow[p] for p in by_broker[b]])
-        model.add(disk_load <= disk_cap[b])
-        model.add(network_load <= network_cap[b])
-        model.add(UTILIZATION_STEPS * (disk_load + fixed_disk[b]) <= peak * disk_full[b])
-        model.add(UTILIZATION_STEPS * (network_load + fixed_network[b]) <= peak * network_full[b])
-    copies = [(var, size[p]) for (p, b), var in y.items() if b not in current[p]]
-    moved = cp_model.LinearExpr.weighted_sum([v for v, _ in copies], [w for _, w in copies]) + fixed_moved
-    if problem.options.max_bytes_moved is not None:
-        model.add(moved <= math.floor(problem.options.max_bytes_moved / disk_unit))
-    criteria: dict[str, tuple[Any, float]] = {
-        "bytes_moved": (moved, disk_unit),
-        "utilization": (peak, 1 / UTILIZATION_STEPS),
-    }
+        for weights, cap, full, fixed in (
+            ([size[p] for p in by_broker[b]], disk_cap[b], disk_full[b], fixed_disk[b]),
+            ([flow[p] for p in by_broker[b]], network_cap[b], network_full[b], fixed_network[b]),
+        ):
+            load = cp_model.LinearExpr.weighted_sum(held, weights)
+            model.add(load <= cap)
+            # S × (load + fixed) ≤ peak × full, as load + fixed ≤ peak × ⌊full / S⌋ + ⌊peak × (full mod S) / S⌋
+            quotient, rest = divmod(full, UTILIZATION_STEPS)
+            w = model.new_int_var(0, rest, f"w{b}_{len(rests)}")
+            model.add(UTILIZATION_STEPS * w <= rest * peak)
+            model.add(load + fixed <= quotient * peak + w)
+            rests.append((w, rest))
+    # bytes moved: all that is placed, less what stays on a broker that holds it now
+    kept = [(var, size[p]) for (p, b), var in y.items() if b in current[p]]
+    placed = sum(factor[p] * size[p] for p in free) + fixed_moved
+    moved = placed - cp_model.LinearExpr.weighted_sum([v for v, _ in kept], [w for _, w in kept])
+    if problem.options.max_bytes_moved is not None and problem.options.max_bytes_moved // disk_unit < placed:
+        model.add(moved <= problem.options.max_bytes_moved // disk_unit)
+    phase_of: dict[str, tuple[Any, int]] = {"bytes_moved": (moved, disk_unit), "utilization": (peak, 1)}
     used: list[Any] = []
     if problem.options.objective is Objective.BROKERS:
         used = [model.new_bool_var(f"u{b}") for b in range(len(brokers))]
@@ -125,12 +147,12 @@ def solve(problem: PlacementProblem) -> Solution:
             model.add_implication(var, used[b])
         for b in fixed_hosts:
             model.add(used[b] == 1)
-        criteria["brokers"] = (cp_model.LinearExpr.sum(used), 1.0)
-    phases = [(name, *criteria[name]) for name in ORDER[problem.options.objective]]
+        phase_of["brokers"] = (cp_model.LinearExpr.sum(used), 1)
+    phases = [(name, *phase_of[name]) for name in ORDER[problem.options.objective]]
 
     def add_hint(sets: list[list[int]]) -> None:
-        """A complete hint (every variable, the peak and the brokers used too): CP-SAT takes it as its first
-        solution at once; an incomplete one it has to repair."""
+        """A complete hint (every variable, the peak, its remainders and the brokers used too): CP-SAT takes it
+        as its first solution at once; an incomplete one it has to repair."""
         chosen = {(p, b) for p in free for b in sets[p]}
         for key, var in y.items():
             model.add_hint(var, key in chosen)
@@ -142,7 +164,10 @@ def solve(problem: PlacementProblem) -> Solution:
             max(-(-UTILIZATION_STEPS * load // full) for load, full in zip(disk_load, disk_full)),
             max(-(-UTILIZATION_STEPS * load // full) for load, full in zip(network_load, network_full)),
         )
-        model.add_hint(peak, min(steps, UTILIZATION_STEPS))
+        steps = min(steps, UTILIZATION_STEPS)
+        model.add_hint(peak, steps)
+        for w, rest in rests:
+            model.add_hint(w, steps * rest // UTILIZATION_STEPS)
         hosts = {b for held in sets for b in held}
         for b, var in enumerate(used):
             model.add_hint(var, b in hosts)
@@ -172,7 +197,9 @@ def solve(problem: PlacementProblem) -> Solution:
             break  # the phases before found the answer (or none did: the heuristic's stands)
         value = round(solver.objective_value)
         if whole:  # a neighbourhood's bound is no bound of the whole problem
-            bounds[name] = max(0, math.ceil(solver.best_objective_bound - 1e-9)) * unit
+            proven = max(0, math.ceil(solver.best_objective_bound - 1e-9))
+            # a peak of k steps (rounded up) is above k - 1 steps; bytes in units of 2^k are rounded down
+            bounds[name] = max(0, proven - 1) / UTILIZATION_STEPS if name == "utilization" else proven * unit
         best = [
             [b for b in range(len(brokers)) if (p, b) in y and solver.value(y[p, b])]
             if p in free_set
@@ -182,8 +209,10 @@ def solve(problem: PlacementProblem) -> Solution:
         hint = best
         model.add(expression <= value)  # hold it for the phases after
     outputs: dict[str, Any] = {"status": dict(zip([name for name, _, _ in phases], statuses))}
+    if not exact_units:
+        outputs["units"] = {"disk": disk_unit, "network": network_unit}
     if best is not None and violations(problem, best):
-        # the relaxation's answer is above a real capacity by its rounding: the heuristic's repair mends it
+        # only in units above 1: the relaxation's answer is above a real capacity; the heuristic's repair mends it
         mended = heuristic.Greedy(problem, start=best)
         best = (
             [sorted(held) for held in mended.sets] if mended.repair() and not violations(problem, mended.sets) else None
@@ -196,34 +225,22 @@ def solve(problem: PlacementProblem) -> Solution:
             "neither the exact model within its time limit nor the heuristic found a placement; raise "
             "time_limit_ms, or add brokers or capacity.",
         )
-    chosen = candidates[0]
-    if best is not None and start is not None:
-        # the model sees sizes and utilisation only to its resolution: the heuristic wins only beyond it
-        resolution = {
-            "bytes_moved": disk_unit * sum(len(p.replicas) for p in parts),
-            "utilization": 1 / UTILIZATION_STEPS,
-            "brokers": 0.5,
-        }
-        exact_values, heuristic_values = objective_values(problem, best), objective_values(problem, start.sets)
-        for name in ORDER[problem.options.objective]:
-            if abs(exact_values[name] - heuristic_values[name]) > resolution[name]:
-                chosen = best if exact_values[name] < heuristic_values[name] else start.sets
-                break
+    order = ORDER[problem.options.objective]
+    chosen = min(candidates, key=lambda sets: [criteria(problem, sets)[name] for name in order])  # ties: exact's
     outputs["kept_heuristic"] = chosen is not best
     values = objective_values(problem, chosen)
-    # the relaxation's bounds; a later phase's holds given the phases before it, so never above what is reached
+    # the model's bounds; a later phase's holds given the phases before it, so never above what is reached
     bounds = {name: min(bound, values[name]) for name, bound in bounds.items()}
     for name, bound in lower_bounds(problem).items():  # the bounds any placement obeys, also at scale
         if name in values:
             bounds[name] = max(bounds.get(name, 0.0), min(bound, values[name]))
     if not whole:
         outputs["neighbourhood"] = len(free)
-    # a criterion is proven when CP-SAT proved it on the whole problem, or when its bound is reached
+    # a criterion is proven when CP-SAT proved it on the whole problem in its own numbers, or its bound is reached
     solved = dict(zip([name for name, _, _ in phases], statuses))
+    proven_by_model = whole and exact_units and chosen is best
     optimal = all(
-        (whole and chosen is best and "mended" not in outputs and solved.get(name) == "OPTIMAL")
-        or values[name] <= bounds.get(name, -1.0)
-        for name in ORDER[problem.options.objective]
+        (proven_by_model and solved.get(name) == "OPTIMAL") or values[name] <= bounds.get(name, -1.0) for name in order
     )
     return Solution([sorted(held) for held in chosen], optimal=optimal, bounds=bounds, outputs=outputs)
 

@@ -20,10 +20,11 @@ then by (topic, partition).
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, insort
 
 from app.core.errors import AssignmentError, ErrorCode
-from app.core.placement.model import GONE, ROUNDING, Objective, PlacementProblem, lower_bounds
+from app.core.placement.model import GONE, Objective, PlacementProblem, lower_bounds
 from app.core.placement.solver import Solution, Solver, register
 
 EPSILON = 1e-12
@@ -45,15 +46,15 @@ class Greedy:
         self.problem = problem
         parts = problem.partitions
         self.size = [p.size for p in parts]
-        self.throughput = [p.throughput for p in parts]
+        self.throughput = problem.flow  # network units
         brokers = range(len(problem.brokers))
-        self.disk = [0.0 for _ in brokers]
-        self.network = [0.0 for _ in brokers]
-        self.hosted: list[list[tuple[float, float, int]]] = [[] for _ in brokers]  # (size, throughput, p), sorted
+        self.disk = [0 for _ in brokers]
+        self.network = [0 for _ in brokers]
+        self.hosted: list[list[tuple[int, int, int]]] = [[] for _ in brokers]  # (size, throughput, p), sorted
         self.original = [set(held) - {GONE} for held in problem.current] if keep_current else [set() for _ in parts]
         self.sets: list[list[int]] = [[] for _ in parts]
         self.lifted: list[int] = []  # partitions with a replica to place, once per replica
-        self.moved = 0.0  # bytes copied so far: kept current replicas cost nothing
+        self.moved = 0  # bytes copied so far: kept current replicas cost nothing
         for p, held in enumerate(problem.current if start is None else start):
             for b in held:
                 if not keep_current or b == GONE or not self.rack_free(p, b):
@@ -90,17 +91,19 @@ class Greedy:
         if b not in self.original[p]:
             self.moved -= self.size[p]
 
-    def cost(self, p: int, b: int) -> float:
+    def cost(self, p: int, b: int) -> int:
         """Bytes a replica of p on broker b adds to the copy: none where p was before."""
-        return 0.0 if b in self.original[p] else self.size[p]
+        return 0 if b in self.original[p] else self.size[p]
 
-    def utilization(self, b: int, disk: float = 0.0, network: float = 0.0) -> float:
+    def utilization(self, b: int, disk: int = 0, network: int = 0) -> float:
         """Broker b's utilisation (its more loaded dimension) with `disk` and `network` more."""
-        broker = self.problem.brokers[b]
-        return max((self.disk[b] + disk) / broker.disk, (self.network[b] + network) / broker.network)
+        problem = self.problem
+        return max(
+            (self.disk[b] + disk) / problem.brokers[b].disk, (self.network[b] + network) / problem.network_full[b]
+        )
 
-    def affordable(self, extra: float) -> bool:
-        return self.budget is None or self.moved + extra <= self.budget * ROUNDING
+    def affordable(self, extra: int) -> bool:
+        return self.budget is None or self.moved + extra <= self.budget
 
     def targets(self, p: int, leaving: int = GONE) -> list[int]:
         """The brokers a replica of p (the one on `leaving`, if given) may go to: anti-collocation and
@@ -127,15 +130,15 @@ class Greedy:
         """Lift replicas off broker b until it is within both capacities."""
         problem, hosted = self.problem, self.hosted[b]
         while True:
-            disk_excess = self.disk[b] - problem.disk_limit[b] * ROUNDING
-            network_excess = self.network[b] - problem.network_limit[b] * ROUNDING
+            disk_excess = self.disk[b] - problem.disk_limit[b]
+            network_excess = self.network[b] - problem.network_limit[b]
             if disk_excess <= 0 and network_excess <= 0:
                 return
             # the smallest replica that alone clears both excesses: the least bytes for this broker
-            start = bisect_left(hosted, (disk_excess, -1.0, -1)) if disk_excess > 0 else 0
+            start = bisect_left(hosted, (disk_excess, -1, -1)) if disk_excess > 0 else 0
             chosen = next((i for i in range(start, len(hosted)) if hosted[i][1] >= network_excess), None)
-            if chosen is None:  # none does: the largest on the dimension most over its capacity
-                if disk_excess / problem.disk_limit[b] >= network_excess / problem.network_limit[b]:
+            if chosen is None:  # none does: the largest on the dimension most over (its limit may be 0: full)
+                if disk_excess / problem.brokers[b].disk >= network_excess / problem.network_full[b]:
                     chosen = len(hosted) - 1
                 else:
                     chosen = max(range(len(hosted)), key=lambda i: (hosted[i][1], -i))
@@ -180,12 +183,13 @@ class Greedy:
         before, problem = self.utilization(a), self.problem
         lighter = sorted((b for b in range(len(self.disk)) if b != a), key=lambda b: (self.utilization(b), b))
         for t in lighter[:SWAP_TARGETS]:
-            room = (before - self.utilization(t)) * problem.brokers[t].disk  # a's disk t may take and stay below
+            # a's bytes t may take and stay below (whole: sizes are)
+            room = math.floor((before - self.utilization(t)) * problem.brokers[t].disk)
             hosted = self.hosted[t]
             for size, throughput, p in self.hosted[a][:SWAP_CANDIDATES]:
                 # t's replicas smaller than p by less than `room`, the largest difference first
-                low = bisect_left(hosted, (size - room, -1.0, -1))
-                high = min(bisect_left(hosted, (size, -1.0, -1)), low + SWAP_CANDIDATES)
+                low = bisect_left(hosted, (size - room, -1, -1))
+                high = min(bisect_left(hosted, (size, -1, -1)), low + SWAP_CANDIDATES)
                 for other_size, other_throughput, q in hosted[low:high]:
                     if p == q or not self.swappable(p, a, q, t):
                         continue
@@ -207,9 +211,9 @@ class Greedy:
         problem, size, throughput = self.problem, self.size, self.throughput
         shift, flow = size[p] - size[q], throughput[p] - throughput[q]
         return (
-            self.disk[t] + shift <= problem.disk_limit[t] * ROUNDING
-            and self.network[t] + flow <= problem.network_limit[t] * ROUNDING
-            and self.network[a] - flow <= problem.network_limit[a] * ROUNDING
+            self.disk[t] + shift <= problem.disk_limit[t]
+            and self.network[t] + flow <= problem.network_limit[t]
+            and self.network[a] - flow <= problem.network_limit[a]
         )
 
     # 3. fewest brokers
@@ -268,7 +272,7 @@ def solve(problem: PlacementProblem) -> Solution:
             "pack badly); try solver 'exact', or add capacity.",
         )
     budget = problem.options.max_bytes_moved
-    if budget is not None and state.moved > budget * ROUNDING:
+    if budget is not None and state.moved > budget:
         raise AssignmentError(
             ErrorCode.PLACEMENT_INFEASIBLE,
             f"the heuristic's repair copies {state.moved:g} bytes, above max_bytes_moved ({budget:g}); raise "

@@ -22,11 +22,13 @@ class Move:
     partition: int  # index into problem.partitions
     source: int  # broker id
     target: int  # broker id
-    bytes: float
+    bytes: int
 
 
+# A broker's use before and after the plan, sent as it is in PlacementResponse.brokers (no docstring: it would
+# become the schema's description).
 @dataclass(frozen=True)
-class BrokerUse:
+class BrokerUtilization:
     id: int
     rack: str | None
     disk_before: float  # utilisation: load / capacity
@@ -45,8 +47,8 @@ class Plan:
     problem: PlacementProblem
     replicas: list[list[int]]  # broker ids per partition, preferred leader first
     moves: list[Move]
-    bytes_moved: float
-    brokers: list[BrokerUse]
+    bytes_moved: int
+    brokers: list[BrokerUtilization]
     peak_before: tuple[float, float]  # (disk, network)
     peak_after: tuple[float, float]
     leaders_changed: int
@@ -117,7 +119,7 @@ def _spread_leaders(problem: PlacementProblem, replicas: list[list[int]]) -> int
 
 def _brokers(
     problem: PlacementProblem, replicas: list[list[int]], before: Loads, after: Loads, sets: list[list[int]]
-) -> list[BrokerUse]:
+) -> list[BrokerUtilization]:
     index = problem.index
     leading_before = [0.0] * len(problem.brokers)
     leading_after = [0.0] * len(problem.brokers)
@@ -133,13 +135,13 @@ def _brokers(
         for b in held:
             count_after[b] += 1
     return [
-        BrokerUse(
+        BrokerUtilization(
             id=broker.id,
             rack=broker.rack,
             disk_before=before.disk[b] / broker.disk,
             disk_after=after.disk[b] / broker.disk,
-            network_before=before.network[b] / broker.network,
-            network_after=after.network[b] / broker.network,
+            network_before=before.network[b] / problem.network_full[b],
+            network_after=after.network[b] / problem.network_full[b],
             leader_throughput_before=leading_before[b],
             leader_throughput_after=leading_after[b],
             replicas_before=count_before[b],

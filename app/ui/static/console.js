@@ -3,7 +3,6 @@
 "use strict";
 
 const TOKEN_KEY = "groupfit-token";
-const WHATIF_DEFAULT = ["mwf", "bfd", "repack", "least-loaded", "linear", "wfd"];
 const REPLAY_DEFAULT = "mwf,bfd,repack";
 
 // ---- DOM and HTTP helpers ----
@@ -324,6 +323,13 @@ async function groupView(group) {
 
 // ---- What-if ----
 
+// Whether the what-if runs an algorithm unless unchecked, from its entry in GET /v1/algorithms: when every parameter
+// has a stated default, the group's stored rates and assignment are all it needs. One with a parameter of no default
+// (kip441's member lags, exact's anti-collocation sets) is meant to be given more than a group stores.
+function whatIfByDefault(algorithm) {
+  return Object.values((algorithm.params || {}).properties || {}).every((parameter) => "default" in parameter);
+}
+
 async function whatIfView(group) {
   const registry = await api("/v1/algorithms").catch((error) => ({ error }));
   if (registry.error) {
@@ -332,7 +338,7 @@ async function whatIfView(group) {
   }
   const boxes = registry.algorithms.map((a) => {
     const box = el("input", { type: "checkbox", value: a.name });
-    box.checked = WHATIF_DEFAULT.includes(a.name);
+    box.checked = whatIfByDefault(a);
     return el("label", { title: a.description }, box, a.name);
   });
   const body = el("tbody");

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import typing
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from urllib.parse import quote
 
 import httpx
 
+from groupfit_client._wire import read
 from groupfit_client.errors import GroupfitError
 from groupfit_client.results import (
     AlgorithmInfo,
@@ -100,14 +102,18 @@ def raise_for_error(response: httpx.Response) -> None:
         raise GroupfitError.from_response(response)
 
 
-def _document(parse: Callable[[Json], T]) -> Callable[[httpx.Response], T]:
-    """Reads a JSON answer with `parse`."""
+@dataclass(frozen=True)
+class Answer(Generic[T]):
+    """Reads a JSON answer as `type` (a result type, or a list of them), or, where the result is one property of
+    the answer's document, that property (`field`); raises GroupfitError on an error answer."""
 
-    def read(response: httpx.Response) -> T:
+    type: type[T]
+    field: str | None = None
+
+    def __call__(self, response: httpx.Response) -> T:
         raise_for_error(response)
-        return parse(response.json())
-
-    return read
+        doc = response.json()
+        return typing.cast(T, read(self.type, doc if self.field is None else doc[self.field]))
 
 
 def _partition_json(value: tuple[Any, ...] | Mapping[str, Any]) -> Json:
@@ -155,7 +161,7 @@ def assign(
     return Call(
         "POST",
         path("v1", "assign"),
-        _document(Assignment.from_json),
+        Answer(Assignment),
         params={"delta": "dense"} if dense else {},
         headers={"Idempotency-Key": idempotency_key} if idempotency_key else {},
         json=_assign_json(request),
@@ -173,18 +179,18 @@ def assign_idempotent(
 
 def algorithms(*, timeout: float | None = None) -> Call[list[AlgorithmInfo]]:
     """GET /v1/algorithms: the algorithms the service offers."""
-    read = _document(lambda doc: [AlgorithmInfo.from_json(a) for a in doc["algorithms"]])
+    read = Answer(list[AlgorithmInfo], "algorithms")
     return Call("GET", path("v1", "algorithms"), read, timeout=timeout)
 
 
 def group(group: str, *, timeout: float | None = None) -> Call[GroupState]:
     """GET /v1/groups/{group}: the group's stored assignment (GroupfitError group_not_found if none)."""
-    return Call("GET", path("v1", "groups", group), _document(GroupState.from_json), timeout=timeout)
+    return Call("GET", path("v1", "groups", group), Answer(GroupState), timeout=timeout)
 
 
 def history(group: str, limit: int = 100, *, timeout: float | None = None) -> Call[list[HistoryEntry]]:
     """GET /v1/groups/{group}/history: the group's last `limit` versions, newest first."""
-    read = _document(lambda doc: [HistoryEntry.from_json(v) for v in doc["versions"]])
+    read = Answer(list[HistoryEntry], "versions")  # the group asked for is left out
     return Call("GET", path("v1", "groups", group, "history"), read, params={"limit": limit}, timeout=timeout)
 
 
@@ -206,12 +212,12 @@ def put_rates(
         "partitions": [_partition_json(p) for p in partitions],
         "window_end": _rfc3339(window_end),
     }
-    return Call("PUT", path("v1", "groups", group, "rates"), _document(RatesAck.from_json), json=body, timeout=timeout)
+    return Call("PUT", path("v1", "groups", group, "rates"), Answer(RatesAck), json=body, timeout=timeout)
 
 
 def rates(group: str, *, timeout: float | None = None) -> Call[StoredRates]:
     """GET /v1/groups/{group}/rates: the group's latest stored rates (GroupfitError group_not_found if none)."""
-    return Call("GET", path("v1", "groups", group, "rates"), _document(StoredRates.from_json), timeout=timeout)
+    return Call("GET", path("v1", "groups", group, "rates"), Answer(StoredRates), timeout=timeout)
 
 
 def evaluate(
@@ -219,22 +225,26 @@ def evaluate(
     capacity: float,
     algorithms: list[str],
     latency: Mapping[str, float] | None = None,
+    optimum: Mapping[str, int] | None = None,
     *,
     timeout: float | None = None,
 ) -> Call[Evaluation]:
     """POST /v1/evaluate: replay `stream` (measurements, each topic → {partition: rate}) through `algorithms`
-    at `capacity`; `latency` (LatencyOptions) adds simulated latency figures."""
+    at `capacity`; `latency` (LatencyOptions) adds simulated latency figures, `optimum` (OptimumOptions) the
+    exact algorithm's fewest consumers per measurement."""
     body: Json = {"stream": stream, "capacity": capacity, "algorithms": algorithms}
     if latency is not None:
         body["latency"] = dict(latency)
-    return Call("POST", path("v1", "evaluate"), _document(Evaluation.from_json), json=body, timeout=timeout)
+    if optimum is not None:
+        body["optimum"] = dict(optimum)
+    return Call("POST", path("v1", "evaluate"), Answer(Evaluation), json=body, timeout=timeout)
 
 
 def groups(contains: str = "", limit: int = 1000, *, timeout: float | None = None) -> Call[GroupList]:
     """GET /v1/groups: the stored groups the token may read whose name contains `contains`, in name order, at
     most `limit` (`truncated` says more matched)."""
     params: dict[str, str | int | float] = {"contains": contains, "limit": limit}
-    return Call("GET", path("v1", "groups"), _document(GroupList.from_json), params=params, timeout=timeout)
+    return Call("GET", path("v1", "groups"), Answer(GroupList), params=params, timeout=timeout)
 
 
 def scale(
@@ -274,15 +284,13 @@ def scale(
     for name, document in (("params", params), ("member_capacities", member_capacities)):
         if document is not None:
             query[name] = json.dumps(dict(document), separators=(",", ":"))
-    return Call(
-        "GET", path("v1", "groups", group, "scale"), _document(ScaleSignal.from_json), params=query, timeout=timeout
-    )
+    return Call("GET", path("v1", "groups", group, "scale"), Answer(ScaleSignal), params=query, timeout=timeout)
 
 
 def rates_history(group: str, limit: int = 1000, *, timeout: float | None = None) -> Call[list[RatesWindow]]:
     """GET /v1/groups/{group}/rates/history: the group's newest `limit` stored rates windows, oldest first
     (GroupfitError group_not_found if none)."""
-    read = _document(lambda doc: [RatesWindow.from_json(w) for w in doc["windows"]])
+    read = Answer(list[RatesWindow], "windows")  # the group asked for is left out
     return Call("GET", path("v1", "groups", group, "rates", "history"), read, params={"limit": limit}, timeout=timeout)
 
 
@@ -307,16 +315,14 @@ def replay(
     }
     if consumer_throughput is not None:
         params["consumer_throughput"] = consumer_throughput
-    return Call(
-        "GET", path("v1", "groups", group, "replay"), _document(Replay.from_json), params=params, timeout=timeout
-    )
+    return Call("GET", path("v1", "groups", group, "replay"), Answer(Replay), params=params, timeout=timeout)
 
 
 def place_replicas(request: Mapping[str, Any], *, timeout: float | None = None) -> Call[Placement]:
     """POST /v1/placements: a replica placement for `request`, a PlacementRequest document (brokers, topics,
     partitions with their current replicas, solver, options). Stateless, so retried like a read; the exact
     solver may take options.time_limit_ms, so give a `timeout` above it."""
-    return Call("POST", path("v1", "placements"), _document(Placement.from_json), json=dict(request), timeout=timeout)
+    return Call("POST", path("v1", "placements"), Answer(Placement), json=dict(request), timeout=timeout)
 
 
 def healthy(*, timeout: float | None = None) -> Call[bool]:

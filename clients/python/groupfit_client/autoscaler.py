@@ -443,7 +443,6 @@ def check_service(settings: Settings, service: GroupfitClient) -> None:
 def run(args: argparse.Namespace) -> int:
     """`groupfit autoscale`: checks everything, then runs until SIGTERM/SIGINT or --duration-s; every consumer
     it started is stopped before it exits."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     service: GroupfitClient | None = None
     try:
         settings = settings_of(args)
@@ -457,6 +456,7 @@ def run(args: argparse.Namespace) -> int:
         if service is not None:
             service.close()
         return 2
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     processes = CommandProcesses(settings.consumer_command, settings.stop_timeout_s, wait=False)

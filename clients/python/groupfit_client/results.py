@@ -1,27 +1,17 @@
-"""The service's answers as typed values (field names as in openapi/openapi.json). Each result keeps the JSON
-document it came from as `.raw`, so a field a newer service adds is still reachable."""
+"""The service's answers as typed values (field names as in openapi/openapi.json). Each is declared here once
+and read by the one reader of `_wire` (its `from_json`), which follows the annotations; the contract test
+(tests/clients/test_contract.py) checks them field by field. Each result keeps the JSON document it came from as
+`.raw`, so a field a newer service adds is still reachable."""
 
 from __future__ import annotations
 
 import datetime as dt
-import functools
-from dataclasses import dataclass, field, fields
-from typing import Any, NamedTuple, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from groupfit_client._wire import Readable, TopicPartition
 
 Json = dict[str, Any]
-R = TypeVar("R")
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-    @classmethod
-    def from_json(cls, doc: Json) -> TopicPartition:
-        return cls(doc["topic"], doc["partition"])
-
-    def to_json(self) -> Json:
-        return {"topic": self.topic, "partition": self.partition}
 
 
 class PartitionRate(NamedTuple):
@@ -36,10 +26,6 @@ class PartitionRate(NamedTuple):
     def key(self) -> TopicPartition:
         return TopicPartition(self.topic, self.partition)
 
-    @classmethod
-    def from_json(cls, doc: Json) -> PartitionRate:
-        return cls(doc["topic"], doc["partition"], doc["rate"], doc.get("lag"))
-
     def to_json(self) -> Json:
         doc: Json = {"topic": self.topic, "partition": self.partition, "rate": self.rate}
         if self.lag is not None:
@@ -47,35 +33,7 @@ class PartitionRate(NamedTuple):
         return doc
 
 
-def _build(cls: type[R], doc: Json, **converted: Any) -> R:
-    """A result of type `cls` (a dataclass) from its JSON document: each field is the document's value of the
-    same name unless `converted` gives it, and `raw`, where the type has one, is the document itself."""
-    names, has_raw = _fields(cls)  # type: ignore[arg-type]  # a class is hashable
-    values = {name: converted[name] if name in converted else doc[name] for name in names}
-    return cls(**values, **({"raw": doc} if has_raw else {}))
-
-
-@functools.cache
-def _fields(cls: type) -> tuple[tuple[str, ...], bool]:
-    """A result type's field names other than `raw`, and whether it has `raw` (looked up once per type: an
-    answer of 10^3 partitions builds 10^3 results)."""
-    names = tuple(f.name for f in fields(cls))
-    return tuple(name for name in names if name != "raw"), "raw" in names
-
-
-def _time(text: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(text)
-
-
-def _time_or_none(text: str | None) -> dt.datetime | None:
-    return None if text is None else _time(text)
-
-
-def _assignment(doc: dict[str, list[Json]]) -> dict[str, list[TopicPartition]]:
-    return {member: [TopicPartition.from_json(p) for p in held] for member, held in doc.items()}
-
-
-class _HoldsAssignment:
+class _HoldsAssignment(Readable):
     assignment: dict[str, list[TopicPartition]]  # consumer → its partitions
 
     @property
@@ -85,7 +43,7 @@ class _HoldsAssignment:
 
 
 @dataclass(frozen=True)
-class ConsumerLoad:
+class ConsumerLoad(Readable):
     id: str
     load: float
     utilization: float
@@ -93,17 +51,13 @@ class ConsumerLoad:
 
 
 @dataclass(frozen=True)
-class Move:
+class Move(Readable):
     """A partition that changes consumer: `from_` stops reading it, `to` starts."""
 
     partition: TopicPartition
     from_: str
     to: str
     rate: float
-
-    @classmethod
-    def from_json(cls, doc: Json) -> Move:
-        return _build(cls, doc, partition=TopicPartition.from_json(doc), from_=doc["from"])
 
 
 class DeltaCell(NamedTuple):
@@ -113,7 +67,7 @@ class DeltaCell(NamedTuple):
 
 
 @dataclass(frozen=True)
-class Delta:
+class Delta(Readable):
     """The rebalance as a sparse consumers × partitions matrix; `matrix` is its dense form when asked for."""
 
     rows: list[str]
@@ -121,24 +75,14 @@ class Delta:
     cells: list[DeltaCell]
     matrix: list[list[int]] | None
 
-    @classmethod
-    def from_json(cls, doc: Json) -> Delta:
-        columns = [TopicPartition.from_json(p) for p in doc["columns"]]
-        cells = [DeltaCell(*cell) for cell in doc["cells"]]
-        return _build(cls, doc, columns=columns, cells=cells, matrix=doc.get("matrix"))
-
 
 @dataclass(frozen=True)
-class OverloadedPartition:
+class OverloadedPartition(Readable):
     """A partition whose rate alone exceeds the capacity, and the consumer it went to anyway."""
 
     partition: TopicPartition
     rate: float
     consumer: str
-
-    @classmethod
-    def from_json(cls, doc: Json) -> OverloadedPartition:
-        return _build(cls, doc, partition=TopicPartition.from_json(doc))
 
 
 @dataclass(frozen=True)
@@ -162,18 +106,6 @@ class Assignment(_HoldsAssignment):
     version: int | None
     raw: Json = field(repr=False, compare=False)
 
-    @classmethod
-    def from_json(cls, doc: Json) -> Assignment:
-        return _build(
-            cls,
-            doc,
-            assignment=_assignment(doc["assignment"]),
-            consumers=[_build(ConsumerLoad, c) for c in doc["consumers"]],
-            moves=[Move.from_json(m) for m in doc["moves"]],
-            delta=Delta.from_json(doc["delta"]),
-            overloaded_partitions=[OverloadedPartition.from_json(p) for p in doc["overloaded_partitions"]],
-        )
-
 
 @dataclass(frozen=True)
 class GroupState(_HoldsAssignment):
@@ -187,13 +119,9 @@ class GroupState(_HoldsAssignment):
     updated_at: dt.datetime
     raw: Json = field(repr=False, compare=False)
 
-    @classmethod
-    def from_json(cls, doc: Json) -> GroupState:
-        return _build(cls, doc, assignment=_assignment(doc["assignment"]), updated_at=_time(doc["updated_at"]))
-
 
 @dataclass(frozen=True)
-class HistoryEntry:
+class HistoryEntry(Readable):
     """One stored version of a group's assignment (GET /v1/groups/{group}/history), newest first."""
 
     version: int
@@ -206,20 +134,9 @@ class HistoryEntry:
     moves: list[Move] | None  # the largest moves of that rebalance
     raw: Json = field(repr=False, compare=False)
 
-    @classmethod
-    def from_json(cls, doc: Json) -> HistoryEntry:
-        moves = doc.get("moves")
-        return _build(
-            cls,
-            doc,
-            updated_at=_time(doc["updated_at"]),
-            moved_rate=doc.get("moved_rate"),
-            moves=None if moves is None else [Move.from_json(m) for m in moves],
-        )
-
 
 @dataclass(frozen=True)
-class StoredRates:
+class StoredRates(Readable):
     """A group's latest measured rates (GET /v1/groups/{group}/rates)."""
 
     group: str
@@ -237,16 +154,9 @@ class StoredRates:
         """The partitions whose lag was measured."""
         return {p.key: p.lag for p in self.partitions if p.lag is not None}
 
-    @classmethod
-    def from_json(cls, doc: Json) -> StoredRates:
-        partitions = [PartitionRate.from_json(p) for p in doc["partitions"]]
-        return _build(
-            cls, doc, partitions=partitions, window_end=_time(doc["window_end"]), updated_at=_time(doc["updated_at"])
-        )
-
 
 @dataclass(frozen=True)
-class RatesAck:
+class RatesAck(Readable):
     """The answer of PUT /v1/groups/{group}/rates."""
 
     group: str
@@ -255,28 +165,26 @@ class RatesAck:
     updated_at: dt.datetime
     raw: Json = field(repr=False, compare=False)
 
-    @classmethod
-    def from_json(cls, doc: Json) -> RatesAck:
-        return _build(cls, doc, window_end=_time(doc["window_end"]), updated_at=_time(doc["updated_at"]))
-
 
 @dataclass(frozen=True)
-class AlgorithmInfo:
+class AlgorithmInfo(Readable):
     """An algorithm the service offers (GET /v1/algorithms)."""
 
     name: str
     description: str
     source: str
     params: Json
+    paper: int | None
+    """Its place among the twelve algorithms of Landau et al. §VI-A (1 = nf … 12 = mbfp); None: not one."""
+    cheap: bool
+    """Computed on the service's event loop when small (n log n work, no search budget)."""
+    compiled: bool
+    """The service computes it with its compiled core."""
     raw: Json = field(repr=False, compare=False)
-
-    @classmethod
-    def from_json(cls, doc: Json) -> AlgorithmInfo:
-        return _build(cls, doc)
 
 
 @dataclass(frozen=True)
-class LatencyFigures:
+class LatencyFigures(Readable):
     """Percentiles of the simulated record latency, in seconds (None where no record was read)."""
 
     p50: float | None
@@ -286,14 +194,8 @@ class LatencyFigures:
     max: float | None
 
 
-def _latency(run: Json) -> LatencyFigures | None:
-    """A run's latency figures, present only when they were asked for."""
-    latency = run.get("latency")
-    return None if latency is None else _build(LatencyFigures, latency)
-
-
 @dataclass(frozen=True)
-class AlgorithmRun:
+class AlgorithmRun(Readable):
     """One algorithm replayed over an evaluation stream: per-iteration consumers and Rscore, their averages,
     the cumulative bytes moved (CBS) and, when asked for, the latency figures."""
 
@@ -307,13 +209,9 @@ class AlgorithmRun:
     optimum_excess: float | None  # CBS against the exact optimum, when it was asked for
     raw: Json = field(repr=False, compare=False)
 
-    @classmethod
-    def from_json(cls, doc: Json) -> AlgorithmRun:
-        return _build(cls, doc, latency=_latency(doc), optimum_excess=doc.get("optimum_excess"))
-
 
 @dataclass(frozen=True)
-class Optimum:
+class Optimum(Readable):
     """The exact algorithm's fewest consumers per measurement, its proven bounds, how many it proved optimal."""
 
     avg_consumers: float
@@ -323,26 +221,16 @@ class Optimum:
 
 
 @dataclass(frozen=True)
-class Evaluation:
+class Evaluation(Readable):
     """The answer of POST /v1/evaluate: algorithm name → its run (and the optimum, when asked for)."""
 
     results: dict[str, AlgorithmRun]
     optimum: Optimum | None
     raw: Json = field(repr=False, compare=False)
 
-    @classmethod
-    def from_json(cls, doc: Json) -> Evaluation:
-        optimum = doc.get("optimum")
-        return _build(
-            cls,
-            doc,
-            results={name: AlgorithmRun.from_json(run) for name, run in doc["results"].items()},
-            optimum=None if optimum is None else _build(Optimum, optimum),
-        )
-
 
 @dataclass(frozen=True)
-class GroupSummary:
+class GroupSummary(Readable):
     """A stored group in the listing (GET /v1/groups); None where the group has no assignment or no rates yet."""
 
     group: str
@@ -357,18 +245,9 @@ class GroupSummary:
     partition_count: int | None
     raw: Json = field(repr=False, compare=False)
 
-    @classmethod
-    def from_json(cls, doc: Json) -> GroupSummary:
-        return _build(
-            cls,
-            doc,
-            updated_at=_time_or_none(doc["updated_at"]),
-            rates_window_end=_time_or_none(doc["rates_window_end"]),
-        )
-
 
 @dataclass(frozen=True)
-class GroupList:
+class GroupList(Readable):
     """The answer of GET /v1/groups: the groups the token may read, in name order; `truncated` when more matched
     than the limit."""
 
@@ -376,13 +255,9 @@ class GroupList:
     truncated: bool
     raw: Json = field(repr=False, compare=False)
 
-    @classmethod
-    def from_json(cls, doc: Json) -> GroupList:
-        return _build(cls, doc, groups=[GroupSummary.from_json(g) for g in doc["groups"]])
-
 
 @dataclass(frozen=True)
-class RatesWindow:
+class RatesWindow(Readable):
     """One stored rates window of a group (GET /v1/groups/{group}/rates/history), oldest first."""
 
     window_end: dt.datetime
@@ -394,19 +269,9 @@ class RatesWindow:
     def rates(self) -> dict[TopicPartition, float]:
         return {p.key: p.rate for p in self.partitions}
 
-    @classmethod
-    def from_json(cls, doc: Json) -> RatesWindow:
-        return _build(
-            cls,
-            doc,
-            window_end=_time(doc["window_end"]),
-            updated_at=_time(doc["updated_at"]),
-            partitions=[PartitionRate.from_json(p) for p in doc["partitions"]],
-        )
-
 
 @dataclass(frozen=True)
-class ReplayRun:
+class ReplayRun(Readable):
     """One algorithm replayed over the group's stored windows: per-window consumers and Rscore, their averages,
     CBS, the rate moved × each window's duration (`moved_bytes`), the windows where a consumer holding 2+
     partitions is above capacity and, when asked for, the latency figures."""
@@ -421,13 +286,9 @@ class ReplayRun:
     latency: LatencyFigures | None
     raw: Json = field(repr=False, compare=False)
 
-    @classmethod
-    def from_json(cls, doc: Json) -> ReplayRun:
-        return _build(cls, doc, latency=_latency(doc))
-
 
 @dataclass(frozen=True)
-class Replay:
+class Replay(Readable):
     """The answer of GET /v1/groups/{group}/replay: algorithm name → its run over the stored windows, replayed
     with the group's capacity, one iteration every `iteration_s` seconds (the median gap between windows)."""
 
@@ -439,18 +300,9 @@ class Replay:
     results: dict[str, ReplayRun]
     raw: Json = field(repr=False, compare=False)
 
-    @classmethod
-    def from_json(cls, doc: Json) -> Replay:
-        return _build(
-            cls,
-            doc,
-            window_ends=[_time(end) for end in doc["window_ends"]],
-            results={name: ReplayRun.from_json(run) for name, run in doc["results"].items()},
-        )
-
 
 @dataclass(frozen=True)
-class ScaleSignal:
+class ScaleSignal(Readable):
     """The answer of GET /v1/groups/{group}/scale: `action` is up, down, reass (the same members, reassigned:
     trigger a rebalance) or none, with its `reason`; `needed` is the consumers it leads to (the group's own count
     unless up or down), `current` the members of the stored assignment."""
@@ -473,40 +325,28 @@ class ScaleSignal:
     gain: float | None  # excess above f_up × capacity the proposal removes, in consumers' capacities
     raw: Json = field(repr=False, compare=False)
 
-    @classmethod
-    def from_json(cls, doc: Json) -> ScaleSignal:
-        return _build(cls, doc, rates_window_end=_time(doc["rates_window_end"]))
-
 
 @dataclass(frozen=True)
-class PartitionPlacement:
+class PartitionPlacement(Readable):
     """A partition's replica list after the plan (preferred leader first) and before it."""
 
     partition: TopicPartition
     replicas: list[int]
     previous: list[int]
 
-    @classmethod
-    def from_json(cls, doc: Json) -> PartitionPlacement:
-        return _build(cls, doc, partition=TopicPartition.from_json(doc))
-
 
 @dataclass(frozen=True)
-class ReplicaMove:
+class ReplicaMove(Readable):
     """A replica copied from broker `from_` to broker `to`: `bytes` of data."""
 
     partition: TopicPartition
     from_: int
     to: int
-    bytes: float
-
-    @classmethod
-    def from_json(cls, doc: Json) -> ReplicaMove:
-        return _build(cls, doc, partition=TopicPartition.from_json(doc), from_=doc["from"])
+    bytes: int
 
 
 @dataclass(frozen=True)
-class BrokerUtilization:
+class BrokerUtilization(Readable):
     """A broker's disk and network use, leader throughput and replica count before and after the plan."""
 
     id: int
@@ -522,7 +362,7 @@ class BrokerUtilization:
 
 
 @dataclass(frozen=True)
-class Peak:
+class Peak(Readable):
     """The highest share of a broker's disk and of a broker's network in use."""
 
     disk: float
@@ -530,17 +370,13 @@ class Peak:
 
 
 @dataclass(frozen=True)
-class ReassignmentPartition:
+class ReassignmentPartition(Readable):
     partition: TopicPartition
     replicas: list[int]
 
-    @classmethod
-    def from_json(cls, doc: Json) -> ReassignmentPartition:
-        return _build(cls, doc, partition=TopicPartition.from_json(doc))
-
 
 @dataclass(frozen=True)
-class Reassignment:
+class Reassignment(Readable):
     """The partitions that change; `raw` is the file `kafka-reassign-partitions --execute
     --reassignment-json-file` reads."""
 
@@ -548,13 +384,9 @@ class Reassignment:
     partitions: list[ReassignmentPartition]
     raw: Json = field(repr=False, compare=False)
 
-    @classmethod
-    def from_json(cls, doc: Json) -> Reassignment:
-        return _build(cls, doc, partitions=[ReassignmentPartition.from_json(p) for p in doc["partitions"]])
-
 
 @dataclass(frozen=True)
-class Placement:
+class Placement(Readable):
     """The answer of POST /v1/placements: every partition's new replica list, the replica moves and bytes they
     copy, each broker's use before and after, the peaks, whether the solver proved the plan optimal (and the
     bounds it proved), and the reassignment plan."""
@@ -563,7 +395,7 @@ class Placement:
     objective: str
     partitions: list[PartitionPlacement]
     moves: list[ReplicaMove]
-    bytes_moved: float
+    bytes_moved: int
     brokers: list[BrokerUtilization]
     peak_before: Peak
     peak_after: Peak
@@ -578,16 +410,3 @@ class Placement:
     def replicas(self) -> dict[TopicPartition, list[int]]:
         """Partition → its brokers after the plan, preferred leader first."""
         return {p.partition: p.replicas for p in self.partitions}
-
-    @classmethod
-    def from_json(cls, doc: Json) -> Placement:
-        return _build(
-            cls,
-            doc,
-            partitions=[PartitionPlacement.from_json(p) for p in doc["partitions"]],
-            moves=[ReplicaMove.from_json(m) for m in doc["moves"]],
-            brokers=[_build(BrokerUtilization, b) for b in doc["brokers"]],
-            peak_before=_build(Peak, doc["peak_before"]),
-            peak_after=_build(Peak, doc["peak_after"]),
-            reassignment=Reassignment.from_json(doc["reassignment"]),
-        )

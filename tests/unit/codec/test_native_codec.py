@@ -12,10 +12,9 @@ from typing import Any
 import msgspec
 import pytest
 
-from app.codec.assign import decode_assign
+from app.codec.assign_input import CompiledInput, Limits, ReferenceComputation, answer, decode_assign
 from app.core import native
 from app.core.errors import AssignmentError
-from app.service.answer import Limits, answer_body
 from app.settings import Settings
 
 pytestmark = pytest.mark.skipif(not native.AVAILABLE, reason="the compiled core is not installed")
@@ -28,7 +27,7 @@ IDS = ["c0", "c1", "c2", "c10", "a", "b7", "b7x", "surplus-0", "m1", "m2", "m10"
 
 def outcome(body: bytes, limits: Limits) -> tuple[Any, ...]:
     try:
-        return ("answer", answer_body(body, False, limits))
+        return ("answer", answer(body, limits))
     except AssignmentError as error:
         return ("error", error.code, error.message, error.details)
 
@@ -90,7 +89,7 @@ def test_the_compiled_codec_answers_byte_for_byte_as_the_reference(algorithm: st
     compiled = 0
     for i in range(1500):
         body = encoded(request(rnd, algorithm), rnd)
-        compiled += decode_assign(body, True)[1] is not None
+        compiled += isinstance(decode_assign(body, COMPILED), CompiledInput)
         reference = outcome(body, REFERENCE)
         assert outcome(body, COMPILED) == reference, f"request {i}: {body!r}"
     assert compiled > 1200  # most took the compiled way (ids with a control character, … do not)
@@ -169,7 +168,7 @@ def test_a_broken_request_gets_the_reference_error(case: str) -> None:
     assert reference[0] == ("answer" if case in VALID_BUT_DECLINED else "error"), reference
     assert outcome(encoded, COMPILED) == reference
     if case in VALID_BUT_DECLINED:
-        assert decode_assign(encoded, True)[1] is None
+        assert not isinstance(decode_assign(encoded, COMPILED), CompiledInput)
 
 
 @pytest.mark.parametrize(
@@ -200,8 +199,8 @@ def test_what_the_compiled_reader_takes_means_the_same() -> None:
         b'{"partition":1,"topic":"t\\u00e9\\n","rate":-0.0},{"topic":"t\\u00e9\\n","partition":2,"rate":9007199254740993}],'
         b'"capacity":1e17,"algorithm":"bfd","previous":{"c\\u0031":[{"topic":"t\\u00e9\\n","partition":2}]}}'
     )
-    request, bulk = decode_assign(text, True)
-    assert bulk is not None and bulk.size == 3 and request.capacity == 1e17
+    decoded = decode_assign(text, COMPILED)
+    assert isinstance(decoded, CompiledInput) and decoded.bulk.size == 3 and decoded.request.capacity == 1e17
     assert outcome(text, COMPILED) == outcome(text, REFERENCE)
     answer = msgspec.json.decode(outcome(text, COMPILED)[1])
     assert {"topic": "té\n", "partition": 2} in answer["assignment"]["c1"]
@@ -210,11 +209,10 @@ def test_what_the_compiled_reader_takes_means_the_same() -> None:
 @pytest.mark.parametrize("algorithm", ["mwf", "bfd", "mbfp", "least-loaded"])
 def test_what_a_group_stores_is_the_same(algorithm: str) -> None:
     """For a group, the stored assignment, the history's moves and the figures come out of the compiled core
-    as the reference computes them (`run_job`), with the group in the answer."""
+    as the reference computes them (`ReferenceComputation`), with the group in the answer."""
     import msgspec.structs
 
     from app.codec.assign import AssignRequest, capacity_of, previous_of
-    from app.service.answer import AssignJob, compute_compiled, run_job
 
     rnd = random.Random(f"group-{algorithm}")
     compared = 0
@@ -222,23 +220,21 @@ def test_what_a_group_stores_is_the_same(algorithm: str) -> None:
         body = request(rnd, algorithm)
         body["group"] = "orders"
         text = json.dumps(body).encode()
-        request_, bulk = decode_assign(text, True)
-        if bulk is None:
+        decoded = decode_assign(text, COMPILED)
+        if not isinstance(decoded, CompiledInput):
             continue
         reference = msgspec.json.decode(text, type=AssignRequest)
         lean = msgspec.structs.replace(reference, partitions=None, previous=None)
         assert reference.partitions is not None
-        job = AssignJob(
-            lean, reference.partitions, previous_of(reference) or {}, capacity_of(reference), False, REFERENCE
-        )
+        job = ReferenceComputation(lean, reference.partitions, previous_of(reference) or {}, capacity_of(reference))
         try:
-            expected = run_job(job)
+            expected = job.compute(REFERENCE)
         except AssignmentError as error:
             with pytest.raises(AssignmentError) as raised:
-                compute_compiled(request_, bulk, capacity_of(request_), "orders", COMPILED, stored=True)
+                decoded.completed(None, None, None).compute(COMPILED)
             assert (raised.value.code, raised.value.message) == (error.code, error.message)
             continue
-        computed = compute_compiled(request_, bulk, capacity_of(request_), "orders", COMPILED, stored=True)
+        computed = decoded.completed(None, None, None).compute(COMPILED)
         computed.seconds = expected.seconds = 0.0
         assert computed == expected
         compared += 1

@@ -43,7 +43,7 @@ def test_mixed_capacities_invariants(name, problem):
     outcome = solve(problem, algorithm, params)
     assert set(outcome.assignment) == set(problem.members)
     check_invariants(problem, outcome, name)
-    placed = {c for c, held in algorithm.place(problem, params).assignment.items() if held}
+    placed = {c for c, held in algorithm.pack(problem, params).assignment.items() if held}
     if name not in RATE_BLIND and placed <= set(problem.members):
         # Nothing folded in: every member within its own capacity, unless it holds one partition alone.
         for member, held in outcome.assignment.items():

@@ -1,21 +1,18 @@
 """Hand-worked cases of the model and the twelve algorithms of Landau et al. (worked from the paper
-and the facts of the published implementation listed in README's Algorithms section, not from running the code)."""
+and the facts of the published implementation listed in docs/algorithms.md, not from running the code)."""
 
 from __future__ import annotations
 
 import json
 import math
 
-import msgspec
 import pytest
 
-from app.codec.assign import AssignRequest
-from app.codec.wire import decode
+from app.codec.assign_input import Limits, answer
 from app.core.algorithm import get_algorithm
 from app.core.assign import solve
 from app.core.errors import AssignmentError
 from app.core.model import build_problem, capacity_from_throughput, consumer_sort_key
-from app.service.answer import Limits, answer_request
 
 LIMITS = Limits(max_partitions=1_000_000, max_dense_cells=1_000_000)
 
@@ -38,9 +35,9 @@ def test_section_iv_a_example_three_migrations_of_100_give_rscore_3():
     # Three partitions of 100 B/s, C = 100, each held by one consumer and moved to another.
     keys = [("t", p) for p in range(3)]
     problem = build_problem(keys, [100, 100, 100], None, 100, {"a": [("t", 0)], "b": [("t", 1)], "c": [("t", 2)]})
-    from app.core.algorithm import Algorithm, Placement
+    from app.core.algorithm import Algorithm, Packing
 
-    rotate = Algorithm("rotate", "test", lambda _p, _q: Placement({"b": [0], "c": [1], "a": [2]}))
+    rotate = Algorithm("rotate", "test", lambda _p, _q: Packing({"b": [0], "c": [1], "a": [2]}))
     outcome = solve(problem, rotate, None)
     assert outcome.rscore == 3
     assert sorted(outcome.moved) == [0, 1, 2]
@@ -118,7 +115,7 @@ def test_bad_requests_raise_stable_codes(request_change, code):
     request.update(request_change)
     with pytest.raises(AssignmentError) as error:
         body = json.dumps(request).replace("Infinity", "1e999")  # JSON has no infinity; 1e999 is out of range
-        answer_request(decode(msgspec.json.Decoder(AssignRequest), body.encode()), False, LIMITS)
+        answer(body.encode(), LIMITS)
     assert error.value.code == code
     assert error.value.message.endswith(".")
 

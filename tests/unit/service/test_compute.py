@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from app.core.errors import AssignmentError, ErrorCode
+from app.core.errors import AssignmentError, ComputeUnavailable, ErrorCode
 from app.service.compute import ComputePool
 from tests.unit.service import pool_jobs
 
@@ -41,7 +41,7 @@ async def pool():
 async def test_a_job_past_the_deadline_is_answered_504_and_its_worker_killed(pool):
     first = int(await pool.run(pool_jobs.pid, b"0"))
     pool.timeout_s = 0.3
-    with pytest.raises(AssignmentError) as refused:
+    with pytest.raises(ComputeUnavailable) as refused:
         await pool.run(pool_jobs.pid, b"30")
     assert refused.value.code is ErrorCode.COMPUTE_TIMEOUT
     assert await gone_within(first)
@@ -52,7 +52,7 @@ async def test_a_job_past_the_deadline_is_answered_504_and_its_worker_killed(poo
 async def test_a_full_queue_is_refused_at_once_with_compute_busy(pool):
     running = [asyncio.ensure_future(pool.run(pool_jobs.pid, b"0.5")) for _ in range(2)]  # one runs, one waits
     await asyncio.sleep(0.05)
-    with pytest.raises(AssignmentError) as refused:
+    with pytest.raises(ComputeUnavailable) as refused:
         await pool.run(pool_jobs.pid, b"0")
     assert refused.value.code is ErrorCode.COMPUTE_BUSY
     assert len(set(await asyncio.gather(*running))) == 1  # both ran, one after the other, on the one worker
@@ -64,7 +64,7 @@ async def test_the_work_of_a_client_that_went_away_is_stopped(pool):
     job = asyncio.ensure_future(pool.run(pool_jobs.pid, b"30", gone=client_left.wait))
     await asyncio.sleep(0.1)
     client_left.set()
-    with pytest.raises(AssignmentError) as stopped:
+    with pytest.raises(ComputeUnavailable) as stopped:
         await job
     assert stopped.value.code is ErrorCode.COMPUTE_TIMEOUT
     assert await gone_within(worker)

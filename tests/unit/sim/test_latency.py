@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from app.core.algorithm import Algorithm, Placement
+from app.core.algorithm import Algorithm, Packing
 from app.core.errors import AssignmentError
 from app.sim.latency import LatencyModel, Segments, segments
 from app.sim.replay import replay_with
@@ -18,14 +18,14 @@ def fixed_replay(stream, owners):
     """A replay whose assignment is given: owners[k] maps partition → consumer at iteration k."""
     state = {"k": 0}
 
-    def place(problem, _params):
+    def pack(problem, _params):
         held = {}
         for j, key in enumerate(problem.keys):
             held.setdefault(owners[min(state["k"], len(owners) - 1)][key[1]], []).append(j)
         state["k"] += 1
-        return Placement(held)
+        return Packing(held)
 
-    return replay_with(stream, 100, Algorithm("fixed", "test", place), None, keep=True)
+    return replay_with(stream, 100, Algorithm("fixed", "test", pack), None, keep=True)
 
 
 def test_overloaded_fixed_queue_grows_and_carries_over():

@@ -32,7 +32,7 @@ async def test_the_url_or_the_setting_selects_the_cluster_client():
     assert {(n.host, n.port) for n in by_url.startup_nodes} == {("127.0.0.1", 1), ("127.0.0.1", 2)}
     await single.aclose()
     for cluster in (by_setting, by_url):
-        await cluster.shutdown()
+        await cluster.close_all()
 
 
 def test_settings_refuse_a_cluster_url_with_a_bad_seed():

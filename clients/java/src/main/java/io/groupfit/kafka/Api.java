@@ -7,20 +7,22 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The bodies of groupfit's API that the assignors send and read, named as in openapi/openapi.json's
- * components (OpenApiContractTest checks every field against the contract). Answers ignore fields they do not
- * know, so a newer service does not break an older client.
+ * The bodies of groupfit's API that the assignors send and read, named as in openapi/openapi.json's components.
+ * OpenApiContractTest checks every record against the schema of its name, field by field: a component is required
+ * (a primitive, or {@code @JsonProperty(required = true)}) exactly where the contract requires the property and
+ * never allows null; the properties a record leaves out on purpose are named in its {@code @JsonIgnoreProperties}.
+ * Answers ignore fields they do not know, so a newer service does not break an older client.
  */
 public final class Api {
     private Api() {}
 
-    public record PartitionRef(String topic, int partition) {}
+    public record PartitionRef(@JsonProperty(required = true) String topic, int partition) {}
 
     @JsonInclude(JsonInclude.Include.NON_NULL)
-    public record PartitionRate(String topic, int partition, double rate, Double lag) {}
+    public record PartitionRate(@JsonProperty(required = true) String topic, int partition, double rate, Double lag) {}
 
     /** A member of its own capacity, in AssignRequest.members; a member sent as a bare id has the request's. */
-    public record SizedMember(String id, double capacity) {}
+    public record SizedMember(@JsonProperty(required = true) String id, double capacity) {}
 
     /** An item of AssignRequest.members: the bare id of a member without a capacity of its own, else {id, capacity}. */
     public static Object member(String id, Double capacity) {
@@ -32,8 +34,9 @@ public final class Api {
      * {@code members} is a String or a {@link SizedMember} ({@link #member}), as the contract's anyOf allows.
      */
     @JsonInclude(JsonInclude.Include.NON_NULL)
+    @JsonIgnoreProperties({"consumer_throughput", "dry_run", "expected_version", "iteration_s", "rebalance_s"})
     public record AssignRequest(
-            String algorithm,
+            @JsonProperty(required = true) String algorithm,
             Double capacity,
             String group,
             List<Object> members,
@@ -43,26 +46,39 @@ public final class Api {
 
     @JsonIgnoreProperties(ignoreUnknown = true)
     public record ConsumerLoad(
-            String id, double load, double utilization, @JsonProperty("partition_count") int partitionCount) {}
+            @JsonProperty(required = true) String id,
+            double load,
+            double utilization,
+            @JsonProperty("partition_count") int partitionCount) {}
 
     @JsonIgnoreProperties(ignoreUnknown = true)
-    public record Move(String topic, int partition, String from, String to, double rate) {}
+    public record Move(
+            @JsonProperty(required = true) String topic,
+            int partition,
+            @JsonProperty(required = true) String from,
+            @JsonProperty(required = true) String to,
+            double rate) {}
 
     @JsonIgnoreProperties(ignoreUnknown = true)
-    public record OverloadedPartition(String topic, int partition, double rate, String consumer) {}
+    public record OverloadedPartition(
+            @JsonProperty(required = true) String topic,
+            int partition,
+            double rate,
+            @JsonProperty(required = true) String consumer) {}
 
-    @JsonIgnoreProperties(ignoreUnknown = true)
+    /** The answer of POST /v1/assign, without the delta and the algorithm's outputs, which the assignors do not use. */
+    @JsonIgnoreProperties(value = {"delta", "outputs"}, ignoreUnknown = true)
     public record AssignResponse(
-            String algorithm,
+            @JsonProperty(required = true) String algorithm,
             double capacity,
-            Map<String, List<PartitionRef>> assignment,
-            List<ConsumerLoad> consumers,
-            List<Move> moves,
+            @JsonProperty(required = true) Map<String, List<PartitionRef>> assignment,
+            @JsonProperty(required = true) List<ConsumerLoad> consumers,
+            @JsonProperty(required = true) List<Move> moves,
             double rscore,
             @JsonProperty("consumer_count") int consumerCount,
             @JsonProperty("lower_bound") int lowerBound,
-            @JsonProperty("overloaded_partitions") List<OverloadedPartition> overloadedPartitions,
-            @JsonProperty("overloaded_members") List<String> overloadedMembers,
+            @JsonProperty(value = "overloaded_partitions", required = true) List<OverloadedPartition> overloadedPartitions,
+            @JsonProperty(value = "overloaded_members", required = true) List<String> overloadedMembers,
             @JsonProperty("recommended_consumers") Integer recommendedConsumers,
             String group,
             Long version) {}
@@ -70,34 +86,35 @@ public final class Api {
     /** GET /v1/groups/{group}/rates. */
     @JsonIgnoreProperties(ignoreUnknown = true)
     public record StoredRates(
-            String group,
-            List<PartitionRate> partitions,
-            @JsonProperty("window_end") String windowEnd,
-            @JsonProperty("updated_at") String updatedAt) {}
+            @JsonProperty(required = true) String group,
+            @JsonProperty(required = true) List<PartitionRate> partitions,
+            @JsonProperty(value = "window_end", required = true) String windowEnd,
+            @JsonProperty(value = "updated_at", required = true) String updatedAt) {}
+
+    /** An error's code and sentence, without its details, which the assignors do not use. */
+    @JsonIgnoreProperties(value = {"details"}, ignoreUnknown = true)
+    public record ErrorDetail(@JsonProperty(required = true) String code, @JsonProperty(required = true) String message) {}
 
     /** GET /v1/groups/{group}/scale: up, down, reass (the same members, reassigned) or none, and why. */
     @JsonIgnoreProperties(ignoreUnknown = true)
     public record ScaleSignal(
-            String group,
-            String algorithm,
+            @JsonProperty(required = true) String group,
+            @JsonProperty(required = true) String algorithm,
             double capacity,
             int needed,
             int current,
             @JsonProperty("lower_bound") int lowerBound,
             @JsonProperty("total_rate") double totalRate,
-            List<String> overloaded,
-            String action,
-            String reason,
-            @JsonProperty("rates_window_end") String ratesWindowEnd,
+            @JsonProperty(required = true) List<String> overloaded,
+            @JsonProperty(required = true) String action,
+            @JsonProperty(required = true) String reason,
+            @JsonProperty(value = "rates_window_end", required = true) String ratesWindowEnd,
             int unowned,
-            List<String> remove,
+            @JsonProperty(required = true) List<String> remove,
             Double rscore,
             Integer moves,
             Double gain) {}
 
     @JsonIgnoreProperties(ignoreUnknown = true)
-    public record ErrorDetail(String code, String message) {}
-
-    @JsonIgnoreProperties(ignoreUnknown = true)
-    public record ErrorResponse(ErrorDetail error) {}
+    public record ErrorResponse(@JsonProperty(required = true) ErrorDetail error) {}
 }

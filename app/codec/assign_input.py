@@ -1,0 +1,379 @@
+"""An assignment request as decoded, and its computation. `decode_assign` is the one place where the compiled
+core's way or the reference's is chosen; either way the use case gets an `AssignInput`, completes it with what
+its group has stored (`completed` → a `Computation`), and computes it on the event loop, a thread or a compute
+worker into the same `Computed`: the answer's JSON and what is stored and observed of it.
+
+- The compiled way: the compiled core reads the partitions, previous assignment and members into arrays
+  (native/src/input.rs), solves them and writes the answer (sparse delta).
+- The reference way: msgspec decodes the whole body, `app.core.assign.solve` solves the Problem (by the
+  compiled solve adapter where it runs the algorithm, `Limits.native`), and the answer is built by `answer_of`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import msgspec
+from pydantic import BaseModel
+
+from app.codec.assign import (
+    AssignRequest,
+    AssignResponse,
+    Move,
+    answer_of,
+    capacity_of,
+    previous_of,
+    problem_of,
+)
+from app.codec.groups import HISTORY_MOVES
+from app.codec.wire import PartitionRate, check_unique_keys, convert, decode, encode, wired
+from app.core import native
+from app.core.algorithm import Algorithm, algorithms, get_algorithm
+from app.core.assign import Outcome, solve
+from app.core.errors import AssignmentError, ErrorCode
+from app.core.model import MAX_CONSUMERS, PartitionKey, within
+
+if TYPE_CHECKING:
+    from groupfit_native import Bulk
+
+    from app.settings import Settings
+
+StoredAssignment = dict[str, list[PartitionKey]]
+"""A group's stored assignment: consumer → its partitions."""
+StoredRates = Mapping[str, Any]
+"""A group's stored rates, as PUT /v1/groups/{group}/rates stored them (`partitions`, `window_end`, ...)."""
+
+
+class Limits(msgspec.Struct, frozen=True, kw_only=True):
+    """What the service takes (GROUPFIT_MAX_*), which core computes, and how much is computed on the event loop."""
+
+    max_partitions: int
+    max_dense_cells: int
+    max_consumers: int = MAX_CONSUMERS
+    max_time_limit_ms: int | None = None
+    native: bool = False
+    """Whether the compiled core computes (GROUPFIT_CORE)."""
+    inline_partitions: int = 0
+    """A cheap algorithm's request of up to this size is computed on the event loop the reference's way."""
+    inline_compiled: int = 0
+    """A request of up to this size is computed on the event loop the compiled way."""
+
+    @classmethod
+    def of(cls, settings: Settings) -> Limits:
+        return cls(
+            max_partitions=settings.max_partitions,
+            max_dense_cells=settings.max_dense_cells,
+            max_consumers=settings.max_consumers,
+            max_time_limit_ms=settings.max_exact_time_limit_ms,
+            native=native.choose(settings.core),
+            inline_partitions=settings.compute_inline_partitions,
+            inline_compiled=settings.compute_inline_compiled,
+        )
+
+
+class Computed(msgspec.Struct, array_like=True):
+    """What the server needs of a computation: the answer's JSON (version null: the store numbers it) and
+    what is stored and observed of it."""
+
+    answer: bytes
+    assignment: bytes
+    algorithm: str
+    capacity: float
+    rscore: float
+    consumer_count: int
+    lower_bound: int
+    moves_count: int
+    moved_rate: float
+    top_moves: list[Move]
+    """the moves of the largest rate (at most HISTORY_MOVES), for the history"""
+    overloaded_consumers: int
+    seconds: float
+
+
+class Computation(Protocol):
+    """A request completed with its group's stored state, ready to compute."""
+
+    def inline(self, limits: Limits) -> bool:
+        """Whether it is small and cheap enough for the event loop (a worker round trip would cost more)."""
+        ...
+
+    def offload(self) -> ReferenceComputation | None:
+        """What a compute worker computes of it (sent as MessagePack), or None: computed on a thread of this
+        process (the compiled core releases the GIL, and its arrays do not leave the process)."""
+        ...
+
+    def compute(self, limits: Limits) -> Computed: ...
+
+
+class AssignInput(Protocol):
+    """A decoded POST /v1/assign request, whichever way it was read."""
+
+    @property
+    def request(self) -> AssignRequest:
+        """Its fields (partitions, previous assignment and members may be on the compiled core's arrays instead)."""
+        ...
+
+    @property
+    def fingerprint(self) -> str:
+        """What an Idempotency-Key stands for (the request as decoded, and its delta form); "" without a key."""
+        ...
+
+    @property
+    def needs_rates(self) -> bool:
+        """Whether it names no partitions: its group's stored rates stand for them."""
+        ...
+
+    def completed(
+        self, previous: StoredAssignment | None, capacity: float | None, rates: StoredRates | None
+    ) -> Computation:
+        """With what its group has stored (None: nothing, or no group): the previous assignment where the
+        request gives none, the capacity where it gives none, and the rates document (PUT .../rates) where it
+        names no partitions."""
+        ...
+
+
+_REQUEST = msgspec.json.Decoder(AssignRequest)
+
+
+def decode_assign(
+    body: bytes, limits: Limits, dense: bool = False, keyed: bool = False, unique_keys: bool = True
+) -> AssignInput:
+    """The request, read by the compiled core where it computes (`limits.native`), writes the answer (a sparse
+    delta, not `dense`) and no Idempotency-Key (`keyed`) needs the decoded request's fingerprint, and where it
+    takes the body and runs the algorithm; else msgspec decodes the whole body, and says what is wrong with it.
+    `unique_keys=False` leaves a body's duplicate-key check to its computation (as costly as the decoding)."""
+    if limits.native and not dense and not keyed:
+        split = native.parse_assign(body)
+        if split is not None:
+            rest, bulk = split
+            try:  # the compiled reader found no key twice in any object
+                request = _REQUEST.decode(rest)
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                pass  # the whole body's decoding says what is wrong, as it would have said it
+            else:
+                algorithm = algorithms().get(request.algorithm)
+                if algorithm is not None and algorithm.compiled:
+                    return CompiledInput(request, bulk, body)
+    return ReferenceInput.of(decode(_REQUEST, body, unique_keys), dense, keyed, b"" if unique_keys else body)
+
+
+def answer(body: bytes, limits: Limits, dense: bool = False) -> bytes:
+    """What `groupfit assign` prints: the answer to a request that describes everything (nothing is stored)."""
+    decoded = decode_assign(body, limits, dense)
+    if decoded.needs_rates:
+        raise AssignmentError(ErrorCode.INVALID_REQUEST, "give 'partitions': a list of {topic, partition, rate, lag}.")
+    return decoded.completed(None, None, None).compute(limits).answer
+
+
+@dataclass(frozen=True)
+class CompiledInput:
+    """Read by the compiled core: the partitions, previous assignment and members on its arrays (`bulk`)."""
+
+    request: AssignRequest
+    bulk: Bulk
+    body: bytes
+    """As sent: read again the reference's way if the group's stored consumer ids are ones the compiled core
+    cannot rank."""
+    fingerprint = ""  # a request with an Idempotency-Key is read the reference's way
+    needs_rates = False  # the compiled reader takes only a request that lists its partitions
+
+    def completed(
+        self, previous: StoredAssignment | None, capacity: float | None, rates: StoredRates | None
+    ) -> Computation:
+        if previous is not None and not self.bulk.has_previous and not self.bulk.set_previous(previous):
+            # no key is twice in the body: the compiled reader checked it
+            reference = ReferenceInput.of(decode(_REQUEST, self.body, unique_keys=False), False, False)
+            return reference.completed(previous, capacity, rates)
+        return CompiledComputation(self.request, self.bulk, capacity_of(self.request, capacity))
+
+
+@dataclass(frozen=True)
+class CompiledComputation:
+    request: AssignRequest
+    bulk: Bulk
+    capacity: float
+
+    def inline(self, limits: Limits) -> bool:
+        return self.bulk.work <= limits.inline_compiled  # well under a millisecond
+
+    def offload(self) -> None:
+        return None
+
+    def compute(self, limits: Limits) -> Computed:
+        """The checks the reference makes, in the same order, and the answer (sparse delta) written by the
+        compiled core; for a version to store, also the assignment as the store keeps it and the moves of the
+        history."""
+        request = self.request
+        stored = bool(request.group) and not request.dry_run
+        algorithm, params = algorithm_of(request, self.bulk.size, limits)
+        started = time.perf_counter()
+        solution, lower_bound = native.solve_bulk(
+            self.bulk, algorithm.name, self.capacity, params, limits.max_consumers
+        )
+        seconds = time.perf_counter() - started
+        used, moves, moved_rate, top, overloaded, rscore = solution.summary(HISTORY_MOVES if stored else 0)
+        return Computed(
+            solution.answer(algorithm.name, lower_bound, encode(wired(solution.outputs())), encode(request.group)),
+            solution.stored() if stored else b"",
+            algorithm.name,
+            float(self.capacity),
+            rscore,
+            used,
+            lower_bound,
+            moves,
+            moved_rate,
+            [Move(*move) for move in top],
+            overloaded,
+            seconds,
+        )
+
+
+class ReferenceInput(msgspec.Struct, frozen=True):
+    """Decoded by msgspec: every field in `request`."""
+
+    request: AssignRequest
+    dense: bool
+    fingerprint: str
+    unchecked: bytes
+    """The body as sent when its duplicate keys are yet to be checked (a large one: where it is computed)."""
+
+    @classmethod
+    def of(cls, request: AssignRequest, dense: bool, keyed: bool, unchecked: bytes = b"") -> ReferenceInput:
+        fingerprint = ""  # only computed when the answer is stored with its key
+        if keyed and request.group:
+            fingerprint = hashlib.sha256(encode(request) + (b"dense" if dense else b"sparse")).hexdigest()
+        return cls(request, dense, fingerprint, unchecked)
+
+    @property
+    def needs_rates(self) -> bool:
+        return self.request.partitions is None
+
+    def completed(
+        self, previous: StoredAssignment | None, capacity: float | None, rates: StoredRates | None
+    ) -> Computation:
+        request = self.request
+        capacity = capacity_of(request, capacity)
+        partitions = request.partitions if request.partitions is not None else _stored_partitions(request, rates)
+        given = previous_of(request)
+        # the partitions and previous assignment travel once, beside the request
+        lean = msgspec.structs.replace(request, partitions=None, previous=None)
+        return ReferenceComputation(
+            lean,
+            list(partitions),
+            given if given is not None else (previous or {}),
+            capacity,
+            self.dense,
+            self.unchecked,
+        )
+
+
+def _stored_partitions(request: AssignRequest, rates: StoredRates | None) -> list[PartitionRate]:
+    group = request.group
+    if not group:
+        raise AssignmentError(
+            ErrorCode.INVALID_REQUEST,
+            "give 'partitions', or a 'group' whose rates were stored with PUT /v1/groups/{group}/rates.",
+        )
+    if rates is None:
+        raise AssignmentError(
+            ErrorCode.NO_RATES,
+            f"group {group!r} has no stored rates; send 'partitions' or PUT /v1/groups/{group}/rates first.",
+        )
+    return convert(rates["partitions"], list[PartitionRate])
+
+
+class ReferenceComputation(msgspec.Struct, array_like=True):
+    """Everything the reference's computation needs: what a compute worker is sent, as MessagePack."""
+
+    request: AssignRequest
+    partitions: list[PartitionRate]
+    previous: dict[str, list[tuple[str, int]]]
+    capacity: float
+    dense: bool = False
+    unchecked: bytes = b""
+
+    def inline(self, limits: Limits) -> bool:
+        size = len(self.partitions) + len(self.request.members or ()) + sum(map(len, self.previous.values()))
+        return get_algorithm(self.request.algorithm).cheap and size <= limits.inline_partitions
+
+    def offload(self) -> ReferenceComputation:
+        return self
+
+    def compute(self, limits: Limits) -> Computed:
+        if self.unchecked:
+            check_unique_keys(self.unchecked)
+        outcome, answer, seconds = reference_answer(
+            self.request, self.partitions, self.previous, self.capacity, self.dense, limits
+        )
+        answer.group = self.request.group
+        keys = outcome.problem.keys
+        return Computed(
+            encode(answer),
+            encode({c: [keys[j] for j in held] for c, held in outcome.assignment.items()}),
+            outcome.algorithm,
+            outcome.problem.capacity,
+            outcome.rscore,
+            outcome.consumer_count,
+            outcome.problem.lower_bound,
+            len(outcome.moved),
+            sum(move.rate for move in answer.moves),
+            sorted(answer.moves, key=lambda move: -move.rate)[:HISTORY_MOVES],
+            sum(1 for c, load in outcome.loads.items() if not within(load, outcome.problem.capacity_of(c))),
+            seconds,
+        )
+
+
+def reference_answer(
+    request: AssignRequest,
+    partitions: Sequence[PartitionRate],
+    previous: Mapping[str, Sequence[PartitionKey]],
+    capacity: float,
+    dense: bool,
+    limits: Limits,
+) -> tuple[Outcome, AssignResponse, float]:
+    """The reference's way: validate, solve, build the answer (and the seconds the algorithm took)."""
+    algorithm, params = algorithm_of(request, len(partitions), limits)
+    problem = problem_of(request, partitions, previous, capacity, limits.max_consumers)
+    started = time.perf_counter()
+    outcome = solve(problem, algorithm, params, limits.native)
+    seconds = time.perf_counter() - started
+    if dense and outcome.dense_delta_size() > limits.max_dense_cells:
+        raise AssignmentError(
+            ErrorCode.DELTA_TOO_LARGE,
+            f"the dense delta would have {outcome.dense_delta_size()} cells (limit {limits.max_dense_cells}); "
+            "use the sparse delta (the default).",
+        )
+    return outcome, answer_of(outcome, dense), seconds
+
+
+def algorithm_of(request: AssignRequest, partitions: int, limits: Limits) -> tuple[Algorithm, BaseModel | None]:
+    """The request's algorithm and parameters, within the service's limits."""
+    if partitions > limits.max_partitions:
+        raise AssignmentError(
+            ErrorCode.TOO_MANY_PARTITIONS,
+            f"{partitions} partitions is more than this service takes ({limits.max_partitions}); split the group.",
+        )
+    algorithm = get_algorithm(request.algorithm)
+    params = algorithm.parse_params(request.params)
+    budget = getattr(params, "time_limit_ms", None)
+    if budget is not None and limits.max_time_limit_ms is not None and budget > limits.max_time_limit_ms:
+        raise AssignmentError(
+            ErrorCode.INVALID_PARAMETER,
+            f"time_limit_ms {budget} is above this service's limit ({limits.max_time_limit_ms}); ask for less.",
+            {"max_time_limit_ms": limits.max_time_limit_ms},
+        )
+    return algorithm, params
+
+
+class AssignJob(msgspec.Struct, array_like=True):
+    """A computation sent to a compute worker."""
+
+    computation: ReferenceComputation
+    limits: Limits
+
+    def run(self) -> Computed:
+        return self.computation.compute(self.limits)
