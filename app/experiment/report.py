@@ -18,7 +18,9 @@ from app.experiment.optimal import optimal_autoscaler
 from app.experiment.workload import Workload, parse
 from app.sim.report import Page, _pyplot
 
-SEED_TABLES = {
+SeedRow = tuple[str, float, float | None, int | None, int | None]
+"""strategy, % within the SLA, replica-minutes, scale ups, scale downs (None: the seed gives none)"""
+SEED_TABLES: dict[str, list[SeedRow]] = {
     "standard": [
         ("Alg. 2 (least-loaded), heartbeat 3 s", 97.4, 30.21, 6, 6),
         ("Alg. 2 (least-loaded), heartbeat 500 ms (§5.2)", 98.1, None, None, None),
@@ -32,7 +34,7 @@ SEED_TABLES = {
     ],
 }
 """Seed 001's Table 2 (first workload; the 500 ms figure is from §5.2's text, the skewed ones from §5.1's)."""
-SEED_TABLE_3 = [
+SEED_TABLE_3: list[SeedRow] = [
     ("Alg. 2 (least-loaded)", 98.9, 402.9, 20, 16),
     ("Linear", 95.4, 325.7, 23, 20),
     ("Optimal (simulated)", 100.0, 414.11, 20, 16),

@@ -125,7 +125,7 @@ def stop_processes(processes: Sequence[subprocess.Popen], timeout: float = 40.0)
         try:
             process.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            killed.append(shlex.join(process.args[:3]) + " …")
+            killed.append(f"pid {process.pid}")
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
