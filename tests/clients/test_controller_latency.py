@@ -6,9 +6,10 @@ from __future__ import annotations
 import struct
 import time
 
-from app.experiment import measure
 from groupfit_client.controller.latency import LatencyRecorder
 from groupfit_client.results import TopicPartition
+
+from app.experiment import measure
 
 
 class Message:
