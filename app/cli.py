@@ -26,6 +26,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "scale a consumer group's processes on its rates and lags (from the broker's offsets)",
     ),
     "rates-job": ("app.pipeline.commands", "the Spark job that measures partition rates and lags for the service"),
+    "experiment": (
+        "app.experiment.commands",
+        "seed 001's autoscaling experiment on a live Apache Kafka group: runs, report, summary table",
+    ),
     "spark-kafka-jars": (
         "app.pipeline.commands",
         "Spark's Kafka connector for the installed PySpark (resolved once with Maven), for spark-submit --jars",

@@ -16,6 +16,7 @@ from typing import Any
 
 from groupfit_client.client import GroupfitClient
 from groupfit_client.controller.consumer import ControlledConsumer
+from groupfit_client.controller.latency import LatencyRecorder
 from groupfit_client.controller.loop import Controller
 from groupfit_client.controller.processes import LocalProcesses
 
@@ -30,7 +31,19 @@ def _consumer_main(args: argparse.Namespace) -> None:
             if log_file is not None:
                 log_file.write(f"{message.topic()} {message.partition()} {message.offset()} {args.id}\n")
 
-        consumer = ControlledConsumer(args.id, args.bootstrap, args.topic, args.group, args.control_topic, handle)
+        recorder = LatencyRecorder(args.latency_dir, args.id, args.process_ms / 1000) if args.latency_dir else None
+        consumer = ControlledConsumer(
+            args.id,
+            args.bootstrap,
+            args.topic,
+            args.group,
+            args.control_topic,
+            handle if log_file is not None else None,
+            handle_batch=recorder.batch if recorder is not None else None,
+            on_change=recorder.changed if recorder is not None else None,
+        )
+        if recorder is not None:
+            stack.callback(recorder.close)
         stack.callback(consumer.close)
         consumer.run()
 
@@ -73,6 +86,10 @@ def main() -> None:
     consumer = roles["consumer"]
     consumer.add_argument("--id", required=True)
     consumer.add_argument("--record-log", help="append 'topic partition offset consumer' per record read")
+    consumer.add_argument(
+        "--latency-dir", help="spend --process-ms per record and record every record's latency here (latency.py)"
+    )
+    consumer.add_argument("--process-ms", type=float, default=0.0, help="time spent on each record (slept)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO)
     (_controller_main if args.role == "controller" else _consumer_main)(args)

@@ -28,11 +28,16 @@ class ControlledConsumer:
         topic: str,
         group: str,
         control_topic: str,
-        handle: Callable[[Any], None],
+        handle: Callable[[Any], None] | None = None,
+        handle_batch: Callable[[list[Any]], None] | None = None,
+        on_change: Callable[[str, set[TopicPartition]], None] | None = None,
     ) -> None:
+        """`handle` gets each record read, or `handle_batch` each batch; `on_change` each `stop` or `start`
+        applied, with the partitions it stopped or started."""
         from confluent_kafka import Consumer
 
-        self.id, self.topic, self.control_topic, self.handle = consumer_id, topic, control_topic, handle
+        self.id, self.topic, self.control_topic = consumer_id, topic, control_topic
+        self.handle, self.handle_batch, self.on_change = handle, handle_batch, on_change
         self.data = Consumer(
             {
                 "bootstrap.servers": bootstrap,
@@ -51,16 +56,20 @@ class ControlledConsumer:
         self._send(Message("hello", self.id))
         deadline = None if seconds is None else time.monotonic() + seconds
         while not self.quitting and (deadline is None or time.monotonic() < deadline):
-            handled = 0
-            for message in self.data.consume(num_messages=100, timeout=0.2) if self.owned else []:
-                if message.error() is None:
+            # A short wait for a batch: records are handled as they come, not held until 100 are there.
+            batch = self.data.consume(num_messages=100, timeout=0.05) if self.owned else []
+            messages = [message for message in batch if message.error() is None]
+            if messages and self.handle_batch is not None:
+                self.handle_batch(messages)
+            if self.handle is not None:
+                for message in messages:
                     self.handle(message)
-                    handled += 1
-            if handled:
+            if messages:
                 self.data.commit(asynchronous=False)
-            else:
-                time.sleep(0.05 if self.owned else 0.2)
-            self._apply_commands()
+            elif not self.owned:
+                time.sleep(0.2)
+            # Commands are fetched in the background: a busy consumer takes what has come without waiting.
+            self._apply_commands(0.0 if self.owned else 0.05)
             self.member.poll(0)  # stays a member, so a restarted controller finds it through DescribeGroups
 
     def _kafka_partitions(self, partitions: set[TopicPartition]) -> list[Any]:
@@ -68,8 +77,8 @@ class ControlledConsumer:
 
         return [KafkaTP(t, p) for t, p in sorted(partitions)]
 
-    def _apply_commands(self) -> None:
-        for command in received(self.control, timeout=0.05):
+    def _apply_commands(self, wait_s: float) -> None:
+        for command in received(self.control, timeout=wait_s):
             if command.consumer not in (self.id, EVERY_CONSUMER) or command.type not in COMMANDS:
                 continue
             if command.consumer == EVERY_CONSUMER and command.type != "sync":
@@ -83,6 +92,8 @@ class ControlledConsumer:
                     self.data.commit(offsets=committable, asynchronous=False)  # the next owner starts here
                 self.data.incremental_unassign(self._kafka_partitions(stopping))
                 self.owned -= stopping
+                if self.on_change is not None:
+                    self.on_change("stop", stopping)
             elif command.type == "start" and partitions - self.owned:
                 starting = partitions - self.owned
                 from confluent_kafka import OFFSET_BEGINNING
@@ -96,6 +107,8 @@ class ControlledConsumer:
                     ]
                 )
                 self.owned |= starting
+                if self.on_change is not None:
+                    self.on_change("start", starting)
             elif command.type == "quit" and not self.owned:
                 self.quitting = True
             reply = "ack" if command.type != "sync" else "state"
