@@ -166,13 +166,7 @@ def decode_assign(
                 pass  # the whole body's decoding says what is wrong, as it would have said it
             else:
                 algorithm = algorithms().get(request.algorithm)
-                # (a partition or member with racks is read the reference's way; so are previous_racks)
-                if (
-                    algorithm is not None
-                    and algorithm.compiled
-                    and request.assignment is None
-                    and not request.previous_racks
-                ):
+                if algorithm is not None and algorithm.compiled and request.assignment is None:
                     return CompiledInput(request, bulk, body)
     return ReferenceInput.of(decode(_REQUEST, body, unique_keys), dense, keyed, b"" if unique_keys else body)
 
@@ -204,12 +198,25 @@ class CompiledInput:
         rates: StoredRates | None,
         racks: StoredRacks | None = None,
     ) -> Computation:
-        # No partition of it has racks (the compiled reader takes none that has): the stored racks change nothing.
-        if previous is not None and not self.bulk.has_previous and not self.bulk.set_previous(previous):
+        bulk = self.bulk
+        if (previous is not None and not bulk.has_previous and not bulk.set_previous(previous)) or not self._racks(
+            racks
+        ):
             # no key is twice in the body: the compiled reader checked it
             reference = ReferenceInput.of(decode(_REQUEST, self.body, unique_keys=False), False, False)
             return reference.completed(previous, capacity, rates, racks)
-        return CompiledComputation(self.request, self.bulk, capacity_of(self.request, capacity))
+        return CompiledComputation(self.request, bulk, capacity_of(self.request, capacity))
+
+    def _racks(self, stored: StoredRacks | None) -> bool:
+        """Without members, the previous consumers' racks onto the arrays: the request's `previous_racks`, else
+        those stored with the group (of the previous assignment's consumers); False where the reference must say
+        what is wrong (previous_racks with members, or for a consumer that did not run)."""
+        given = self.request.previous_racks
+        if self.bulk.member_count is not None:
+            return not given
+        if given:
+            return self.bulk.set_racks(given, True)
+        return not stored or self.bulk.set_racks(stored, False)
 
 
 @dataclass(frozen=True)
@@ -237,6 +244,7 @@ class CompiledComputation:
         )
         seconds = time.perf_counter() - started
         used, moves, moved_rate, top, overloaded, rscore = solution.summary(HISTORY_MOVES if stored else 0)
+        racks, cross_zone_rate = solution.racks() or (b"", None)
         return Computed(
             solution.answer(algorithm.name, lower_bound, encode(wired(solution.outputs())), encode(request.group)),
             solution.stored() if stored else b"",
@@ -250,6 +258,8 @@ class CompiledComputation:
             [Move(*move) for move in top],
             overloaded,
             seconds,
+            racks,
+            cross_zone_rate,
         )
 
 

@@ -92,10 +92,12 @@ def solve(problem: Problem, algorithm: Algorithm, params: Any, native: bool = Fa
     if native:
         parts = compiled.solve(problem, algorithm.name, params)
         if parts is not None:
-            assignment, consumers, owner, loads, moved, moved_from, score, overloaded, used, outputs, *sparse = parts
+            assignment, consumers, owner, loads, moved, moved_from, score, overloaded, used, outputs, *sparse, zones = (
+                parts
+            )
             return Outcome(
                 algorithm.name, problem, assignment, consumers, owner, loads, moved, moved_from, score, overloaded,
-                outputs, used, Delta(*sparse),
+                outputs, used, Delta(*sparse), None if zones is None else ZoneReport(*zones),
             )  # fmt: skip
     packing = algorithm.pack(problem, params)
     assignment = {c: held for c, held in packing.assignment.items() if held}

@@ -48,9 +48,9 @@ def describe(native: bool, setting: str) -> str:
 
 def solve(problem: Problem, name: str, params: BaseModel | None) -> tuple[Any, ...] | None:
     """The compiled outcome's parts (see app.core.assign.solve), or None where the compiled core does not run
-    this algorithm, the request is zone-aware (the compiled core has no zone mode yet), or it cannot order these
-    consumer ids exactly as the reference does (non-ASCII ids); the reference then runs."""
-    if module is None or name not in ALGORITHMS or problem.zones is not None:
+    this algorithm or it cannot order these consumer ids exactly as the reference does (non-ASCII ids); the
+    reference then runs. A zone-aware problem (`Problem.zones`) goes with its racks."""
+    if module is None or name not in ALGORITHMS:
         return None
     if isinstance(params, LeastLoadedParams):  # what its parameters imply, refused as the reference refuses it
         check(problem, params)
@@ -62,6 +62,8 @@ def solve(problem: Problem, name: str, params: BaseModel | None) -> tuple[Any, .
             problem.previous,
             problem.members,
             problem.member_capacities,
+            problem.racks if problem.zones is not None else None,
+            problem.consumer_racks if problem.zones is not None else None,
         )
     except (TypeError, OverflowError):  # values the arrays cannot hold (a partition number beyond 64 bits, …)
         return None

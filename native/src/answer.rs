@@ -5,7 +5,8 @@
 use crate::bins::within;
 use crate::input::Labels;
 use crate::intern::Interner;
-use crate::problem::{Outcome, Problem};
+use crate::problem::{Outcome, Problem, ZoneReport};
+use crate::zones::Zones;
 
 /// A string as msgspec writes it: `"` and `\` escaped, control characters as \n, \t, … or \u00xx.
 pub fn string(out: &mut Vec<u8>, s: &str) {
@@ -205,6 +206,15 @@ pub fn write(p: &Problem, o: &Outcome, names: &Names, extra: &Extra) -> Vec<u8> 
         float(out, o.loads[i] / consumers.cap[c as usize]);
         out.extend_from_slice(b",\"partition_count\":");
         int(out, o.assignment[i].1.len());
+        if let (Some(report), Some(zones)) = (&o.zones, &p.zones) {
+            out.extend_from_slice(b",\"rack\":");
+            match report.racks[i] {
+                rack if rack >= 0 => string(out, &zones.names[rack as usize]),
+                _ => out.extend_from_slice(b"null"),
+            }
+            out.extend_from_slice(b",\"cross_zone_rate\":");
+            float(out, report.cross[i]);
+        }
         out.push(b'}');
     });
     out.extend_from_slice(b",\"moves\":");
@@ -277,6 +287,10 @@ pub fn write(p: &Problem, o: &Outcome, names: &Names, extra: &Extra) -> Vec<u8> 
     }
     out.extend_from_slice(b",\"outputs\":");
     out.extend_from_slice(extra.outputs);
+    if let Some(report) = &o.zones {
+        out.extend_from_slice(b",\"cross_zone_rate\":");
+        float(out, report.total);
+    }
     out.extend_from_slice(b",\"group\":");
     out.extend_from_slice(extra.group);
     out.extend_from_slice(b",\"version\":null}");
@@ -300,6 +314,32 @@ pub fn stored(o: &Outcome, names: &Names) -> Vec<u8> {
             int(out, p);
             out.push(b']');
         });
+    }
+    out.push(b'}');
+    out
+}
+
+/// The racks stored with a zone-aware version: `{"consumer":"rack",…}` for the consumers whose rack is known,
+/// in id order.
+pub fn racks(o: &Outcome, report: &ZoneReport, zones: &Zones, names: &Names) -> Vec<u8> {
+    let index: std::collections::HashMap<u32, usize> = o
+        .assignment
+        .iter()
+        .enumerate()
+        .map(|(i, (c, _))| (*c, i))
+        .collect();
+    let mut out = vec![b'{'];
+    for &c in &o.sorted {
+        let rack = report.racks[index[&c]];
+        if rack < 0 {
+            continue;
+        }
+        if out.len() > 1 {
+            out.push(b',');
+        }
+        names.consumer(&mut out, c);
+        out.push(b':');
+        string(&mut out, &zones.names[rack as usize]);
     }
     out.push(b'}');
     out

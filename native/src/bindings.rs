@@ -112,6 +112,24 @@ impl Bulk {
         Ok((input.rate_sum, lag_sum, planned))
     }
 
+    /// Take the racks of the previous consumers (without members: the request's `previous_racks`, or those
+    /// stored with the group); `strict`: each must be a known consumer's (else only the known ones' are
+    /// taken). False when this core cannot take them (then the reference must solve, and says what is wrong).
+    fn set_racks(&mut self, racks: &Bound<'_, PyDict>, strict: bool) -> PyResult<bool> {
+        let input = self.input.as_mut().ok_or_else(spent)?;
+        let mut racks: Vec<(String, String)> = racks
+            .extract::<HashMap<String, String>>()?
+            .into_iter()
+            .collect();
+        racks.sort_unstable();
+        if !strict {
+            racks.retain(|(c, _)| input.consumers.get(c).is_some());
+        }
+        Ok(input
+            .set_consumer_racks(racks.iter().map(|(c, r)| (c.as_str(), r.as_str())))
+            .is_some())
+    }
+
     /// Take a previous assignment (a group's stored one: consumer → list of (topic, partition)); False when
     /// this core cannot take it (then the reference must solve).
     fn set_previous(&mut self, previous: &Bound<'_, PyDict>) -> PyResult<bool> {
@@ -386,12 +404,53 @@ impl Solution {
                 rows.into_any(),
                 columns.into_any(),
                 cells.into_any(),
+                self.zones(py, &mut consumers)?,
             ],
         )
+    }
+
+    /// A zone-aware answer's racks: (the JSON of consumer → rack for those whose rack is known, stored with
+    /// the version; the cross-zone rate), None for a request that is not zone-aware.
+    fn racks<'py>(&self, py: Python<'py>) -> PyResult<Option<(Bound<'py, PyBytes>, f64)>> {
+        let (o, zones) = (&self.solved.outcome, &self.solved.problem.zones);
+        let (Some(report), Some(zones)) = (&o.zones, zones) else {
+            return Ok(None);
+        };
+        let json = answer::racks(o, report, zones, &self.solved.names);
+        Ok(Some((PyBytes::new(py, &json), report.total)))
     }
 }
 
 impl Solution {
+    /// The zone report as app.core.assign.ZoneReport takes it: (consumer → rack or None, consumer →
+    /// cross-zone rate), consumers in id order; None for a request that is not zone-aware.
+    fn zones<'py>(
+        &self,
+        py: Python<'py>,
+        consumers: &mut Strings<'py, '_>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (o, zones) = (&self.solved.outcome, &self.solved.problem.zones);
+        let (Some(report), Some(zones)) = (&o.zones, zones) else {
+            return Ok(py.None().into_bound(py));
+        };
+        let mut slot = vec![0usize; self.solved.problem.consumers.len()];
+        for (i, (c, _)) in o.assignment.iter().enumerate() {
+            slot[*c as usize] = i;
+        }
+        let racks = PyDict::new(py);
+        let cross = PyDict::new(py);
+        for &c in &o.sorted {
+            let (id, i) = (consumers.get(c), slot[c as usize]);
+            let rack = report.racks[i];
+            racks.set_item(
+                &id,
+                (rack >= 0).then(|| zones.names[rack as usize].as_str()),
+            )?;
+            cross.set_item(&id, report.cross[i])?;
+        }
+        Ok(PyTuple::new(py, [racks.into_any(), cross.into_any()])?.into_any())
+    }
+
     fn outputs_dict<'py>(
         &self,
         py: Python<'py>,
@@ -463,7 +522,8 @@ fn key(key: &Bound<'_, PyAny>, topics: &mut Interner) -> PyResult<(u32, i64)> {
 /// where this core cannot order the consumer ids exactly as the reference does (non-ASCII ids). `lags`:
 /// None when the algorithm does not read them.
 #[pyfunction]
-#[pyo3(signature = (keys, rates, lags, previous, members, member_capacities))]
+#[pyo3(signature = (keys, rates, lags, previous, members, member_capacities, racks=None, consumer_racks=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn from_objects(
     keys: &Bound<'_, PyList>,
     rates: Vec<f64>,
@@ -471,6 +531,8 @@ pub fn from_objects(
     previous: &Bound<'_, PyDict>,
     members: Option<&Bound<'_, PyList>>,
     member_capacities: &Bound<'_, PyDict>,
+    racks: Option<Vec<Vec<String>>>,
+    consumer_racks: Option<HashMap<String, String>>,
 ) -> PyResult<Option<Bulk>> {
     let mut topics = Interner::default();
     let keys = keys
@@ -494,6 +556,27 @@ pub fn from_objects(
         if input.set_members(given).is_none() {
             return Ok(None);
         }
+    }
+    if let Some(racks) = &racks {
+        if input
+            .set_partition_racks(|j| racks.get(j).map(Vec::as_slice))
+            .is_none()
+        {
+            return Ok(None);
+        }
+    }
+    let consumer_racks = consumer_racks.unwrap_or_default();
+    let mut consumer_racks: Vec<(&String, &String)> = consumer_racks.iter().collect();
+    consumer_racks.sort_unstable();
+    if input
+        .set_consumer_racks(
+            consumer_racks
+                .into_iter()
+                .map(|(c, r)| (c.as_str(), r.as_str())),
+        )
+        .is_none()
+    {
+        return Ok(None);
     }
     Ok(Some(Bulk { input: Some(input) }))
 }

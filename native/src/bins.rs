@@ -2,12 +2,17 @@
 //! `app.core.bins`: an empty bin accepts any partition; Best Fit takes the bin with the least remaining
 //! capacity that still fits, Worst Fit the one with the most, First Fit the first in id order, Next Fit
 //! only the last opened; ties to the lowest id.
+//!
+//! Zone mode (a zone-aware request; Best and Worst Fit): each bin has a rack and the rule keeps one index per
+//! rack beside the global one. A partition goes to an open bin of one of its racks by the rule, else into a new
+//! bin in one of its racks, else to any open bin by the rule (across zones), else into a new bin h(j,k).
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeMap, BinaryHeap};
 
 use crate::consumers::{Consumers, Pool, MINTED_PREFIX, SURPLUS_PREFIX};
 use crate::intern::NONE;
+use crate::zones::{Zones, NO_RACK};
 
 /// A load counts as within a capacity up to this factor (`app.core.model.ROUNDING`).
 pub const ROUNDING: f64 = 1.0 + 1e-12;
@@ -84,9 +89,17 @@ pub struct Bins<'a> {
     leaves: usize,
     tree: Vec<f64>,
     bin_at: Vec<u32>,
+    /// Zone mode: the request's zones, each bin's rack, and the rule's index per rack.
+    pub zones: Option<&'a Zones>,
+    pub rack: Vec<i32>,
+    rack_residual: Vec<BTreeMap<u128, u32>>,
+    rack_heap: Vec<BinaryHeap<Reverse<(F, u64, u32)>>>,
+    /// consumer → its bin (NONE: not open)
+    pub bin_of: Vec<u32>,
 }
 
 impl<'a> Bins<'a> {
+    /// `zones`: the request's, for a zone-aware request (zone mode with the Best and Worst Fit rules).
     pub fn new(
         rule: Rule,
         rates: &'a [f64],
@@ -94,8 +107,14 @@ impl<'a> Bins<'a> {
         consumers: &'a mut Consumers,
         members: Option<&[u32]>,
         previous: &[u32],
+        zones: Option<&'a Zones>,
     ) -> Self {
-        let pool = Pool::new(consumers, members);
+        let zones = zones.filter(|_| matches!(rule, Rule::Best | Rule::Worst));
+        let mut pool = Pool::new(consumers, members);
+        let racks = zones.map_or(0, |z| z.names.len());
+        if let Some(zones) = zones {
+            pool = pool.zoned(consumers, zones, previous);
+        }
         let mut bins = Bins {
             rates,
             previous_owner,
@@ -114,6 +133,11 @@ impl<'a> Bins<'a> {
             leaves: 0,
             tree: vec![],
             bin_at: vec![],
+            zones,
+            rack: vec![],
+            rack_residual: vec![BTreeMap::new(); if rule == Rule::Best { racks } else { 0 }],
+            rack_heap: vec![BinaryHeap::new(); if rule == Rule::Worst { racks } else { 0 }],
+            bin_of: vec![],
             consumers,
         };
         if rule == Rule::First {
@@ -149,6 +173,26 @@ impl<'a> Bins<'a> {
     /// createConsumer: a new, empty bin for consumer h(j,k) (`preferred` = g(j,k)).
     pub fn open(&mut self, preferred: u32) -> usize {
         let c = self.pool.open(self.consumers, preferred);
+        self.add(c)
+    }
+
+    /// Zone mode: a new bin in one of j's racks (h(j,k) where j's previous consumer runs there), or None.
+    pub fn open_local(&mut self, j: u32) -> Option<usize> {
+        let racks = self.zones?.of_partition(j);
+        let c = self
+            .pool
+            .open_for(self.consumers, racks, self.previous_owner[j as usize])?;
+        Some(self.add(c))
+    }
+
+    /// A consumer the pool opened, as an empty bin.
+    fn add(&mut self, c: u32) -> usize {
+        if self.bin_of.len() <= c as usize {
+            self.bin_of
+                .resize(self.consumers.len().max(c as usize + 1), NONE);
+        }
+        self.bin_of[c as usize] = self.ids.len() as u32;
+        self.rack.push(self.pool.rack_of(c));
         let capacity = self.consumers.cap[c as usize];
         self.ids.push(c);
         self.cap.push(capacity);
@@ -201,16 +245,7 @@ impl<'a> Bins<'a> {
                     .next()?;
                 Some(b as usize)
             }
-            Rule::Worst => {
-                while let Some(&Reverse((top, _, b))) = self.heap.peek() {
-                    let b = b as usize;
-                    if top.0 == self.load[b] - self.limit[b] {
-                        return (self.load[b] + need <= self.limit[b]).then_some(b);
-                    }
-                    self.heap.pop();
-                }
-                None
-            }
+            Rule::Worst => Self::top(&mut self.heap, &self.load, &self.limit, need),
         }
     }
 
@@ -233,21 +268,98 @@ impl<'a> Bins<'a> {
                 }
             }
             Rule::Best => {
-                if let Some(old) = self.entry[b] {
+                let old = self.entry[b];
+                if let Some(old) = old {
                     self.by_residual.remove(&old);
                 }
                 let new =
                     (ordered(self.limit[b] - self.load[b]) as u128) << 64 | self.tie[b] as u128;
                 self.entry[b] = Some(new);
                 self.by_residual.insert(new, b as u32);
+                if self.rack[b] != NO_RACK {
+                    let runs = &mut self.rack_residual[self.rack[b] as usize];
+                    if let Some(old) = old {
+                        runs.remove(&old);
+                    }
+                    runs.insert(new, b as u32);
+                }
             }
             Rule::Worst => {
-                self.heap.push(Reverse((
-                    F(self.load[b] - self.limit[b]),
-                    self.tie[b],
-                    b as u32,
-                )));
+                let entry = Reverse((F(self.load[b] - self.limit[b]), self.tie[b], b as u32));
+                self.heap.push(entry);
+                if self.rack[b] != NO_RACK {
+                    self.rack_heap[self.rack[b] as usize].push(entry);
+                }
             }
+        }
+    }
+
+    /// Zone mode: an open bin of one of j's racks that takes j under this rule, or None.
+    fn find_local(&mut self, j: u32) -> Option<usize> {
+        let need = self.rates[j as usize];
+        let racks = self.zones?.of_partition(j);
+        match self.rule {
+            Rule::Best => racks
+                .iter()
+                .filter_map(|&r| {
+                    self.rack_residual[r as usize]
+                        .range((ordered(need) as u128) << 64..)
+                        .next()
+                })
+                .min()
+                .map(|(_, &b)| b as usize),
+            Rule::Worst => {
+                let mut best: Option<Reverse<(F, u64, u32)>> = None;
+                for &r in racks {
+                    let heap = &mut self.rack_heap[r as usize];
+                    if Self::top(heap, &self.load, &self.limit, need).is_some() {
+                        let top = *heap.peek().expect("a valid top");
+                        if best.is_none_or(|b| top.0 < b.0) {
+                            best = Some(top);
+                        }
+                    }
+                }
+                best.map(|Reverse((_, _, b))| b as usize)
+            }
+            _ => None,
+        }
+    }
+
+    /// The bin of the heap's valid top if `need` fits in it (stale entries dropped on the way).
+    fn top(
+        heap: &mut BinaryHeap<Reverse<(F, u64, u32)>>,
+        load: &[f64],
+        limit: &[f64],
+        need: f64,
+    ) -> Option<usize> {
+        while let Some(&Reverse((top, _, b))) = heap.peek() {
+            let b = b as usize;
+            if top.0 == load[b] - limit[b] {
+                return (load[b] + need <= limit[b]).then_some(b);
+            }
+            heap.pop();
+        }
+        None
+    }
+
+    /// Zone mode: the open bin of j's racks `place` puts j into (Some(None): it opens one there), None where j
+    /// cannot be placed in its zone.
+    pub fn local_choice(&mut self, j: u32) -> Option<Option<usize>> {
+        if let Some(b) = self.find_local(j) {
+            return Some(Some(b));
+        }
+        let racks = self.zones?.of_partition(j);
+        self.pool.can_open_for(racks).then_some(None)
+    }
+
+    /// The open bin `place` puts j into, or None where it opens one.
+    pub fn choose(&mut self, j: u32) -> Option<usize> {
+        if self.zones.is_none() {
+            return self.find(j);
+        }
+        match self.local_choice(j) {
+            Some(choice) => choice,
+            None => self.find(j),
         }
     }
 
@@ -292,6 +404,15 @@ impl<'a> Bins<'a> {
 
     /// assignOpenBin (Algorithm 1, line 8): into an open bin by the rule, never a new one.
     pub fn place_open(&mut self, j: u32) -> bool {
+        if self.zones.is_some() {
+            return match self.find_local(j) {
+                Some(b) => {
+                    self.put(b, j);
+                    true
+                }
+                None => false,
+            };
+        }
         match self.find(j) {
             Some(b) => {
                 self.put_found(b, j);
@@ -306,6 +427,17 @@ impl<'a> Bins<'a> {
     pub fn place(&mut self, j: u32) -> usize {
         if self.rule == Rule::Next && self.ids.is_empty() {
             self.open(NONE);
+        }
+        if self.zones.is_some() {
+            let b = match self.choose(j) {
+                Some(b) => b,
+                None => match self.open_local(j) {
+                    Some(b) => b,
+                    None => self.open(self.previous_owner[j as usize]),
+                },
+            };
+            self.put(b, j);
+            return b;
         }
         match self.find(j) {
             Some(b) => {

@@ -4,6 +4,7 @@
 use crate::bins::{within, Bins, Rule, F};
 use crate::intern::NONE;
 use crate::problem::{Outputs, Placement, Problem};
+use crate::search::finish_zoned;
 
 pub fn any_fit(p: &mut Problem, rule: Rule, decreasing: bool) -> Placement {
     let order: Vec<u32> = if decreasing {
@@ -19,13 +20,27 @@ pub fn any_fit(p: &mut Problem, rule: Rule, decreasing: bool) -> Placement {
         &mut p.consumers,
         members.as_deref(),
         &p.previous_ids,
+        p.zones.as_ref(),
     );
     for j in order {
         bins.place(j);
     }
+    if bins.zones.is_some() {
+        let spending = Spending::new(&p.rates, p.capacity, None, None);
+        let state = finish_zoned(
+            bins,
+            spending,
+            p.capacity,
+            &p.previous_ids,
+            &p.decreasing_rank,
+            members.is_some(),
+        );
+        return state.placement(&p.key_rank, Outputs::None);
+    }
     Placement {
         bins: bins.ids.into_iter().zip(bins.held).collect(),
         outputs: Outputs::None,
+        racks: vec![],
     }
 }
 
@@ -46,10 +61,11 @@ pub struct Budget {
 /// Caps on the Rscore (Eq. 11) and on the partitions that change consumer; what is spent of them.
 pub struct Spending<'r> {
     rates: &'r [f64],
-    max_rate: Option<f64>,
-    max_moves: Option<u64>,
+    pub max_rate: Option<f64>,
+    pub max_moves: Option<i64>,
     pub rate: f64,
-    pub moves: u64,
+    /// (a search refunds the moves it undoes: below 0 where the algorithm charged none)
+    pub moves: i64,
     pub refused: u64,
 }
 
@@ -65,7 +81,7 @@ impl<'r> Spending<'r> {
         Spending {
             rates,
             max_rate,
-            max_moves,
+            max_moves: max_moves.map(|m| i64::try_from(m).unwrap_or(i64::MAX)),
             rate: 0.0,
             moves: 0,
             refused: 0,
@@ -84,6 +100,14 @@ impl<'r> Spending<'r> {
         }
         self.max_rate
             .is_none_or(|cap| self.rate + self.rates[j as usize] <= cap)
+    }
+
+    /// Whether what is spent is within both caps.
+    pub fn within(&self) -> bool {
+        if self.max_moves.is_some_and(|m| self.moves > m) {
+            return false;
+        }
+        self.max_rate.is_none_or(|cap| self.rate <= cap)
     }
 
     pub fn spend(&mut self, j: u32) {
@@ -140,12 +164,37 @@ pub fn modified_any_fit(
         &mut p.consumers,
         members.as_deref(),
         &p.previous_ids,
+        p.zones.as_ref(),
     );
+    let zones = bins.zones;
+    let mut let_go = vec![false; if zones.is_some() { rates.len() } else { 0 }];
     let mut home: Vec<usize> = vec![usize::MAX; known];
     for consumer in visits {
         let pset = &mut psets[consumer as usize];
         // a consumer that is gone keeps nothing
         let stays = bins.pool.allowed(bins.consumers, consumer);
+        if let (Some(zones), true) = (zones, stays) {
+            // zone mode: the partitions it reads across zones go (without members: a consumer can be started
+            // in their zones), or come after its others (with members: kept while they fit)
+            let rack = zones.rack_of(consumer);
+            let crossing = |&j: &u32| {
+                let racks = zones.of_partition(j);
+                !racks.is_empty() && !zones.local(j, rack)
+            };
+            if pset.iter().any(crossing) {
+                let (across, mut own): (Vec<u32>, Vec<u32>) =
+                    pset.iter().partition(|j| crossing(j));
+                if members.is_none() {
+                    for &j in &across {
+                        let_go[j as usize] = true;
+                    }
+                    unassigned.extend_from_slice(&across);
+                } else {
+                    own.extend_from_slice(&across);
+                }
+                *pset = own;
+            }
+        }
         // lines 6-13: smallest first into open bins, while the budget affords the move
         while let Some(&j) = pset.last() {
             let may_move = !stays || spending.affords(j);
@@ -173,8 +222,12 @@ pub fn modified_any_fit(
     unassigned.sort_unstable_by_key(|&j| rank[j as usize]);
     for j in unassigned {
         // lines 27-30
-        let b = bins.find(j);
         let was = p.previous_owner[j as usize];
+        if zones.is_some() && let_go[j as usize] {
+            place_let_go(&mut bins, &mut spending, &mut home, j, was);
+            continue;
+        }
+        let b = bins.choose(j);
         let stay = if was == NONE || (was as usize) >= known {
             usize::MAX
         } else {
@@ -193,23 +246,67 @@ pub fn modified_any_fit(
             bins.put(stay, j);
         }
     }
-    let outputs = if spending.limited() {
-        let mut over: Vec<u32> = (0..bins.ids.len())
-            .filter(|&b| bins.held[b].len() > 1 && !within(bins.load[b], bins.cap[b]))
-            .map(|b| bins.ids[b])
-            .collect();
-        bins.consumers.sort(&mut over);
-        Outputs::Budget {
-            rscore: spending.rate / p.capacity,
-            moves: spending.moves,
-            refused: spending.refused,
-            overloaded: over,
-        }
-    } else {
-        Outputs::None
-    };
+    let capacity = p.capacity;
+    let budget =
+        |spending: &Spending, mut over: Vec<u32>, consumers: &crate::consumers::Consumers| {
+            if !spending.limited() {
+                return Outputs::None;
+            }
+            consumers.sort(&mut over);
+            Outputs::Budget {
+                rscore: spending.rate / capacity,
+                moves: spending.moves,
+                refused: spending.refused,
+                overloaded: over,
+            }
+        };
+    if zones.is_some() {
+        let state = finish_zoned(
+            bins,
+            spending,
+            capacity,
+            &p.previous_ids,
+            rank,
+            members.is_some(),
+        );
+        let outputs = budget(&state.spending, state.overloaded(), state.consumers);
+        return state.placement(&p.key_rank, outputs);
+    }
+    let over: Vec<u32> = (0..bins.ids.len())
+        .filter(|&b| bins.held[b].len() > 1 && !within(bins.load[b], bins.cap[b]))
+        .map(|b| bins.ids[b])
+        .collect();
+    let outputs = budget(&spending, over, bins.consumers);
     Placement {
         bins: bins.ids.into_iter().zip(bins.held).collect(),
         outputs,
+        racks: vec![],
     }
+}
+
+/// Zone mode without members: a partition its consumer `was` reads across zones goes to a consumer of its
+/// racks (open, else new) if the budget affords the move; else it stays with `was`.
+fn place_let_go(bins: &mut Bins, spending: &mut Spending, home: &mut [usize], j: u32, was: u32) {
+    let target = bins
+        .local_choice(j)
+        .expect("a consumer can always be started in a partition's racks");
+    if spending.affords(j) {
+        let b = match target {
+            Some(b) => b,
+            None => bins.open_local(j).expect("a consumer started in its racks"),
+        };
+        bins.put(b, j);
+        spending.spend(j);
+        return;
+    }
+    spending.refused += 1;
+    let mut stay = home[was as usize];
+    if stay == usize::MAX {
+        stay = match bins.bin_of.get(was as usize) {
+            Some(&b) if b != NONE => b as usize,
+            _ => bins.open(was),
+        };
+    }
+    home[was as usize] = stay;
+    bins.put(stay, j);
 }

@@ -8,6 +8,12 @@ use crate::consumers::Consumers;
 use crate::intern::{Interner, NONE};
 use crate::natural;
 use crate::problem::{self, Problem};
+use crate::zones::Zones;
+
+/// The most racks one partition may list, and distinct racks one request's partitions may name
+/// (`app.core.model.MAX_PARTITION_RACKS`, `MAX_RACKS`).
+pub const MAX_PARTITION_RACKS: usize = 32;
+pub const MAX_RACKS: usize = 1_000;
 
 /// The partitions named by the previous assignment, each known one as its index, and those no longer listed.
 pub struct Previous {
@@ -40,6 +46,12 @@ pub struct Input {
     pub members: Option<Vec<u32>>,
     /// Members with a capacity of their own.
     pub own: Vec<(u32, f64)>,
+    /// Racks: each partition's (`rack_ids[rack_starts[j]..rack_starts[j + 1]]`; no starts: none named), and
+    /// the known consumers' (the members', or the previous consumers'), as numbers of `rack_names`.
+    pub rack_names: Interner,
+    rack_starts: Vec<u32>,
+    rack_ids: Vec<u32>,
+    pub consumer_racks: Vec<(u32, u32)>,
 }
 
 /// (topic, partition) → partition index: a table per topic whose partition numbers are dense (Kafka numbers
@@ -161,6 +173,10 @@ impl Input {
             previous: None,
             members: None,
             own: vec![],
+            rack_names: Interner::default(),
+            rack_starts: vec![],
+            rack_ids: vec![],
+            consumer_racks: vec![],
         })
     }
 
@@ -245,6 +261,63 @@ impl Input {
     }
 }
 
+impl Input {
+    /// Partition j's racks, as listed (`racks(j)`: None or empty, none); None when one is not a rack the
+    /// reference takes (1-255 characters), a partition lists more than MAX_PARTITION_RACKS or the partitions
+    /// name more than MAX_RACKS (the reference says which).
+    pub fn set_partition_racks<'r, R: AsRef<str> + 'r>(
+        &mut self,
+        racks: impl Fn(usize) -> Option<&'r [R]>,
+    ) -> Option<()> {
+        let n = self.keys.len();
+        self.rack_starts = Vec::with_capacity(n + 1);
+        self.rack_starts.push(0);
+        for j in 0..n {
+            let listed = racks(j).unwrap_or(&[]);
+            if listed.len() > MAX_PARTITION_RACKS {
+                return None;
+            }
+            for rack in listed {
+                let id = self
+                    .rack_names
+                    .intern(rack.as_ref(), crate::request::sized)?;
+                self.rack_ids.push(id);
+            }
+            self.rack_starts.push(self.rack_ids.len() as u32);
+        }
+        (self.rack_names.len() <= MAX_RACKS).then_some(())
+    }
+
+    /// The racks of known consumers; None where a consumer is not known or a rack is not one the reference
+    /// takes (the reference says what is wrong).
+    pub fn set_consumer_racks<'r>(
+        &mut self,
+        racks: impl Iterator<Item = (&'r str, &'r str)>,
+    ) -> Option<()> {
+        for (consumer, rack) in racks {
+            let c = self.consumers.get(consumer)?;
+            let rack = self.rack_names.intern(rack, crate::request::sized)?;
+            self.consumer_racks.push((c, rack));
+        }
+        Some(())
+    }
+
+    /// The request's zones: Some when a partition names its racks and, with members, a member its rack.
+    fn zones(&self) -> Option<Zones> {
+        if self.rack_ids.is_empty() || (self.members.is_some() && self.consumer_racks.is_empty()) {
+            return None;
+        }
+        let (starts, ids) = (&self.rack_starts, &self.rack_ids);
+        Some(Zones::new(
+            self.rack_names.names(),
+            self.keys.len(),
+            |j| &ids[starts[j] as usize..starts[j + 1] as usize],
+            &self.consumer_racks,
+            self.consumers.len(),
+        ))
+    }
+}
+
 /// What names the partitions in an answer: the topics, each partition's (topic, partition), and those of the
 /// previous assignment's partitions that are gone.
 pub struct Labels {
@@ -256,6 +329,7 @@ pub struct Labels {
 impl Input {
     /// The problem with capacity C (consumers without one of their own have C), and the partitions' labels.
     pub fn into_problem(self, capacity: f64) -> (Problem, Labels) {
+        let zones = self.zones();
         let Input {
             topics,
             keys,
@@ -296,6 +370,7 @@ impl Input {
             previous.gone,
             members,
             key_rank,
+            zones,
         );
         let labels = Labels {
             topics,

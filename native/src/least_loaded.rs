@@ -417,5 +417,6 @@ pub fn place(p: &mut Problem, params: &Params) -> Placement {
             rate_capacity: mu * params.f_up,
             lag_capacity: mu * params.w_sla * params.f_up,
         },
+        racks: vec![],
     }
 }

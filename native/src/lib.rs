@@ -17,7 +17,9 @@ mod least_loaded;
 mod natural;
 mod problem;
 mod request;
+mod search;
 mod validate;
+mod zones;
 
 use pyo3::prelude::*;
 

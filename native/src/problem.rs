@@ -5,9 +5,10 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::bins::F;
+use crate::bins::{F, ROUNDING};
 use crate::consumers::Consumers;
 use crate::intern::NONE;
+use crate::zones::{Zones, NO_RACK};
 
 pub struct Problem {
     pub rates: Vec<f64>,
@@ -25,6 +26,10 @@ pub struct Problem {
     /// Partition indices by rate, largest first, ties by (topic, partition); and each one's place there.
     pub decreasing: Vec<u32>,
     pub decreasing_rank: Vec<u32>,
+    /// Each partition's place in (topic, partition) order.
+    pub key_rank: Vec<u32>,
+    /// The racks of a zone-aware request (a partition names its racks and, with members, a member its rack).
+    pub zones: Option<Zones>,
 }
 
 pub enum Outputs {
@@ -32,7 +37,7 @@ pub enum Outputs {
     /// (the caps are echoed from the parameters as given: bindings.rs)
     Budget {
         rscore: f64,
-        moves: u64,
+        moves: i64,
         refused: u64,
         overloaded: Vec<u32>,
     },
@@ -49,6 +54,16 @@ pub enum Outputs {
 pub struct Placement {
     pub bins: Vec<(u32, Vec<u32>)>,
     pub outputs: Outputs,
+    /// Zone mode: (consumer, rack) for each consumer whose rack the algorithm knows or chose.
+    pub racks: Vec<(u32, u32)>,
+}
+
+/// What a zone-aware answer says of zones (`app.core.assign.ZoneReport`), by the outcome's assignment: each
+/// consumer's rack (NO_RACK: not known) and the rate it reads across zones; and their math.fsum.
+pub struct ZoneReport {
+    pub racks: Vec<i32>,
+    pub cross: Vec<f64>,
+    pub total: f64,
 }
 
 pub struct Outcome {
@@ -67,6 +82,7 @@ pub struct Outcome {
     pub rows: Vec<u32>,
     pub columns: Vec<u32>,
     pub cells: Vec<(u32, u32, i8)>,
+    pub zones: Option<ZoneReport>,
 }
 
 impl Problem {
@@ -82,6 +98,7 @@ impl Problem {
         gone: Vec<u32>,
         members: Option<Vec<u32>>,
         key_rank: Vec<u32>, // each partition's place in (topic, partition) order
+        zones: Option<Zones>,
     ) -> Self {
         // Rates are at least 0, where a float's bits grow with its value: sort (!bits, key rank) as one integer.
         let mut by_rate: Vec<u128> = rates
@@ -111,6 +128,8 @@ impl Problem {
             members,
             decreasing,
             decreasing_rank,
+            key_rank,
+            zones,
         }
     }
 
@@ -142,7 +161,9 @@ fn fold_into_members(
             _ => surplus.extend(held),
         }
     }
-    if !surplus.is_empty() {
+    if let (Some(zones), false) = (&p.zones, surplus.is_empty()) {
+        fold_zoned(p, zones, &mut result, surplus);
+    } else if !surplus.is_empty() {
         let rates = &p.rates;
         let mut heap: BinaryHeap<Reverse<(F, u64, usize)>> = result
             .iter()
@@ -168,7 +189,108 @@ fn fold_into_members(
     result
 }
 
+/// Zone mode of the fold: a partition goes to the member of one of its racks with the most remaining capacity
+/// if it fits there, else to the member with the most remaining capacity (heaps of (load − capacity, id), the
+/// stale entries of a member whose load changed dropped when they come up).
+fn fold_zoned(p: &Problem, zones: &Zones, result: &mut [(u32, Vec<u32>)], mut surplus: Vec<u32>) {
+    type Heap = BinaryHeap<Reverse<(F, u64, usize)>>;
+    let (rates, consumers) = (&p.rates, &p.consumers);
+    let mut excess: Vec<f64> = result
+        .iter()
+        .map(|(m, held)| fsum(held.iter().map(|&j| rates[j as usize])) - consumers.cap[*m as usize])
+        .collect();
+    let ties: Vec<u64> = result
+        .iter()
+        .map(|(m, _)| consumers.tie[*m as usize])
+        .collect();
+    let caps: Vec<f64> = result
+        .iter()
+        .map(|(m, _)| consumers.cap[*m as usize])
+        .collect();
+    let entry = |i: usize, excess: f64| Reverse((F(excess), ties[i], i));
+    let mut every: Heap = (0..result.len()).map(|i| entry(i, excess[i])).collect();
+    let mut by_rack: Vec<Heap> = vec![BinaryHeap::new(); zones.names.len()];
+    for (i, (m, _)) in result.iter().enumerate() {
+        let rack = zones.rack_of(*m);
+        if rack != NO_RACK {
+            by_rack[rack as usize].push(entry(i, excess[i]));
+        }
+    }
+    let top = |heap: &mut Heap, excess: &[f64]| -> Option<Reverse<(F, u64, usize)>> {
+        while let Some(&Reverse((value, tie, i))) = heap.peek() {
+            if value.0 == excess[i] {
+                return Some(Reverse((value, tie, i)));
+            }
+            heap.pop();
+        }
+        None
+    };
+    surplus.sort_unstable_by_key(|&j| p.decreasing_rank[j as usize]);
+    for j in surplus {
+        let rate = rates[j as usize];
+        let local = zones
+            .of_partition(j)
+            .iter()
+            .filter_map(|&r| top(&mut by_rack[r as usize], &excess))
+            .max(); // Reverse: the largest is the least (load − capacity, id)
+        let fits = |Reverse((value, _, i)): Reverse<(F, u64, usize)>| {
+            value.0 + rate <= caps[i] * (ROUNDING - 1.0)
+        };
+        let best = match local {
+            Some(found) if fits(found) => found,
+            _ => top(&mut every, &excess).expect("a member"),
+        };
+        let i = best.0 .2;
+        result[i].1.push(j);
+        excess[i] += rate;
+        every.push(entry(i, excess[i]));
+        let rack = zones.rack_of(result[i].0);
+        if rack != NO_RACK {
+            by_rack[rack as usize].push(entry(i, excess[i]));
+        }
+    }
+}
+
+/// Each consumer's rack: the one the algorithm chose, else the one known (a member's, a previous consumer's),
+/// else for a new consumer of a group groupfit sizes the rack where the most of its rate is local; and the
+/// rate each reads across zones.
+fn zone_report(
+    p: &Problem,
+    zones: &Zones,
+    assignment: &[(u32, Vec<u32>)],
+    chosen: &[(u32, u32)],
+) -> ZoneReport {
+    let mut chosen_rack = vec![NO_RACK; p.consumers.len()];
+    for &(c, rack) in chosen {
+        chosen_rack[c as usize] = rack as i32;
+    }
+    let mut previous = vec![false; p.consumers.len()];
+    for &c in &p.previous_ids {
+        previous[c as usize] = true;
+    }
+    let (mut racks, mut cross) = (vec![], vec![]);
+    for (c, held) in assignment {
+        let c = *c as usize;
+        let mut rack = chosen_rack[c];
+        if rack == NO_RACK {
+            rack = zones.rack_of(c as u32);
+        }
+        if rack == NO_RACK && p.members.is_none() && !previous[c] {
+            rack = zones.best_rack(&p.rates, held);
+        }
+        racks.push(rack);
+        cross.push(zones.cross_zone(&p.rates, held, rack));
+    }
+    let total = fsum(cross.iter().copied());
+    ZoneReport {
+        racks,
+        cross,
+        total,
+    }
+}
+
 pub fn outcome(p: &Problem, placement: Placement) -> Result<Outcome, String> {
+    let chosen = placement.racks;
     let mut assignment: Vec<(u32, Vec<u32>)> = placement
         .bins
         .into_iter()
@@ -248,7 +370,6 @@ pub fn outcome(p: &Problem, placement: Placement) -> Result<Outcome, String> {
         columns.push((n + g) as u32);
     }
     Ok(Outcome {
-        assignment,
         sorted,
         owner,
         loads,
@@ -261,6 +382,11 @@ pub fn outcome(p: &Problem, placement: Placement) -> Result<Outcome, String> {
         rows,
         columns,
         cells,
+        zones: p
+            .zones
+            .as_ref()
+            .map(|zones| zone_report(p, zones, &assignment, &chosen)),
+        assignment,
     })
 }
 

@@ -16,21 +16,23 @@ use crate::validate;
 type Str<'a> = Cow<'a, str>;
 
 /// A string msgspec's `Meta(min_length=1, max_length=255)` accepts (counted in characters).
-fn sized(s: &str) -> bool {
+pub fn sized(s: &str) -> bool {
     !s.is_empty() && (s.len() <= 255 || s.chars().count() <= 255)
 }
 
 /// A partition number msgspec's `Meta(ge=0, le=2**31 - 1)` accepts.
 const MAX_PARTITION: u64 = (1 << 31) - 1;
 
-/// `{"topic": …, "partition": …}` plus, for a partition of the request, `"rate"` and `"lag"`: each key at most
-/// once, no other key, topic, partition (and rate) required.
+/// `{"topic": …, "partition": …}` plus, for a partition of the request, `"rate"`, `"lag"` and `"racks"` (pushed
+/// onto `racks`): each key at most once, no other key, topic, partition (and rate) required.
 fn partition_object<'a>(
     r: &mut Reader<'a>,
     rated: bool,
+    racks: &mut Vec<Str<'a>>,
 ) -> Option<(Str<'a>, u64, f64, Option<f64>)> {
     r.eat(b'{')?;
     let (mut topic, mut partition, mut rate, mut lag) = (None, None, None, None);
+    let mut listed = false;
     let mut first = true;
     while r.more(b'}', first)? {
         first = false;
@@ -43,6 +45,15 @@ fn partition_object<'a>(
             b"lag" if rated && lag.is_none() => {
                 lag = Some(if r.null() { None } else { Some(r.float()?) })
             }
+            b"racks" if rated && !listed => {
+                listed = true;
+                r.eat(b'[')?;
+                let mut first = true;
+                while r.more(b']', first)? {
+                    first = false;
+                    racks.push(r.string()?);
+                }
+            }
             _ => return None, // unknown, or given twice
         }
     }
@@ -53,13 +64,16 @@ fn partition_object<'a>(
 /// The previous assignment as read: each consumer with how many partitions it held, then all of them in order.
 type PreviousDoc<'a> = (Vec<(Str<'a>, usize)>, Vec<(Str<'a>, u64)>);
 
-/// A member: an id, or `{"id": …, "capacity": …}`.
-fn member<'a>(r: &mut Reader<'a>) -> Option<(Str<'a>, Option<f64>)> {
+/// A member as read: its id, its own capacity, its rack.
+type Member<'a> = (Str<'a>, Option<f64>, Option<Str<'a>>);
+
+/// A member: an id, or `{"id": …, "capacity": …, "rack": …}` (capacity and rack optional).
+fn member<'a>(r: &mut Reader<'a>) -> Option<Member<'a>> {
     if r.peek()? == b'"' {
-        return Some((r.string()?, None));
+        return Some((r.string()?, None, None));
     }
     r.eat(b'{')?;
-    let (mut id, mut capacity) = (None, None);
+    let (mut id, mut capacity, mut rack) = (None, None, None);
     let mut first = true;
     while r.more(b'}', first)? {
         first = false;
@@ -68,10 +82,11 @@ fn member<'a>(r: &mut Reader<'a>) -> Option<(Str<'a>, Option<f64>)> {
         match key.as_ref() {
             "id" if id.is_none() => id = Some(r.string()?),
             "capacity" if capacity.is_none() => capacity = Some(r.float()?),
+            "rack" if rack.is_none() => rack = Some(r.string()?),
             _ => return None,
         }
     }
-    Some((id?, Some(capacity?)))
+    Some((id?, capacity, rack))
 }
 
 /// The request's JSON → (the other fields' JSON, for msgspec; the partitions, previous assignment and members
@@ -83,9 +98,11 @@ pub fn parse(body: &[u8]) -> Option<(Vec<u8>, Input)> {
     let mut fields = Keys::default();
     let mut topics = Interner::default();
     let (mut keys, mut rates, mut lags) = (vec![], vec![], vec![]);
+    // each partition's racks: rack_list[rack_ends[j]..rack_ends[j + 1]]
+    let (mut rack_list, mut rack_ends) = (vec![], vec![0usize]);
     let mut partitions = false;
     let mut previous: Option<PreviousDoc> = None;
-    let mut members: Option<Vec<(Str, Option<f64>)>> = None;
+    let mut members: Option<Vec<Member>> = None;
     let mut first = true;
     while r.more(b'}', first)? {
         first = false;
@@ -103,7 +120,9 @@ pub fn parse(body: &[u8]) -> Option<(Vec<u8>, Input)> {
                     let mut first = true;
                     while r.more(b']', first)? {
                         first = false;
-                        let (topic, partition, rate, lag) = partition_object(&mut r, true)?;
+                        let (topic, partition, rate, lag) =
+                            partition_object(&mut r, true, &mut rack_list)?;
+                        rack_ends.push(rack_list.len());
                         if !(validate::number(rate) && lag.is_none_or(validate::number)) {
                             return None;
                         }
@@ -125,7 +144,8 @@ pub fn parse(body: &[u8]) -> Option<(Vec<u8>, Input)> {
                         let mut first = true;
                         while r.more(b']', first)? {
                             first = false;
-                            let (topic, partition, ..) = partition_object(&mut r, false)?;
+                            let (topic, partition, ..) =
+                                partition_object(&mut r, false, &mut rack_list)?;
                             held.push((topic, partition));
                         }
                         consumers.push((name, held.len() - before));
@@ -179,15 +199,24 @@ pub fn parse(body: &[u8]) -> Option<(Vec<u8>, Input)> {
         input.set_previous(consumers.collect(), &previous_keys)?;
     }
     if let Some(members) = &members {
-        if members.iter().any(|(id, _)| !sized(id)) {
+        if members.iter().any(|(id, ..)| !sized(id)) {
             return None;
         }
         input.set_members(
             members
                 .iter()
-                .map(|(id, capacity)| (id.as_ref(), *capacity))
+                .map(|(id, capacity, _)| (id.as_ref(), *capacity))
                 .collect(),
         )?;
+    }
+    if !rack_list.is_empty() {
+        input.set_partition_racks(|j| Some(&rack_list[rack_ends[j]..rack_ends[j + 1]]))?;
+    }
+    if let Some(members) = &members {
+        let racks = members
+            .iter()
+            .filter_map(|(id, _, rack)| Some((id.as_ref(), rack.as_deref()?)));
+        input.set_consumer_racks(racks)?;
     }
     Some((rest, input))
 }

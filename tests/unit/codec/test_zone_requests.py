@@ -1,6 +1,6 @@
 """Zone-aware requests at the codec (issue #29): rack-free requests answered byte for byte as before racks
 existed, racks that make no request zone-aware changing nothing, the 422s of bad racks, the answer's zone fields,
-and the way a zone-aware request takes (the reference's: the compiled core has no zone mode yet)."""
+and the compiled core's zone mode: a zone-aware request read and computed by it, answered as the reference does."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from app.codec.assign_input import CompiledInput, Limits, ReferenceInput, answer, decode_assign
+from app.codec.assign_input import CompiledInput, Limits, answer, decode_assign
 from app.core import native
 from app.core.algorithm import algorithms
 from app.core.errors import AssignmentError
@@ -184,21 +184,53 @@ def test_a_rack_listed_twice_counts_once() -> None:
             "partitions": [{**p, "racks": []} for p in zone_body()["partitions"]],
             "members": [{"id": "a", "rack": "eu-1a"}],
         },
-        {
-            **zone_body(),
-            "partitions": [{k: v for k, v in p.items() if k != "racks"} for p in zone_body()["partitions"]],
-            "previous": {"a": [{"topic": "t", "partition": 0}]},
-            "previous_racks": {"a": "eu-1a"},
-        },
+        zone_body(members=[{"id": "a", "rack": "eu-1a"}, {"id": "b", "capacity": 150, "rack": "eu-1b"}, "c"]),
+        zone_body(previous={"a": [{"topic": "t", "partition": 0}], "c1": []}, previous_racks={"a": "eu-1b"}),
+        zone_body(algorithm="bfd", previous={"a": [{"topic": "t", "partition": 0}]}, previous_racks={"a": "eu-1b"}),
     ],
-    ids=["partition-racks", "member-rack", "previous-racks"],
+    ids=["partition-racks", "member-rack", "members-racks", "previous-racks", "bfd"],
 )
-def test_requests_with_racks_are_read_the_references_way(body: dict) -> None:
-    """The compiled core has no zone mode yet: a request naming racks anywhere is decoded and computed by the
-    reference, whatever GROUPFIT_CORE says."""
+def test_requests_with_racks_are_read_and_computed_by_the_compiled_core(body: dict) -> None:
+    """A request naming racks is read into the compiled core's arrays and answered byte for byte as the reference
+    answers it (the zone fields included)."""
+    assert isinstance(decode_assign(encoded(body), COMPILED), CompiledInput)
+    assert answer(encoded(body), COMPILED) == answer(encoded(body), REFERENCE)
+
+
+@pytest.mark.skipif(not native.AVAILABLE, reason="the compiled core is not installed")
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"members": [{"id": "a", "rack": "eu-1a"}], "previous_racks": {"a": "eu-1a"}},
+        {"previous": {"x": [{"topic": "t", "partition": 0}]}, "previous_racks": {"y": "eu-1a"}},
+        {"previous_racks": {"x": "eu-1a"}},
+    ],
+)
+def test_racks_the_compiled_core_does_not_take_get_the_references_error(change: dict) -> None:
+    body = encoded(zone_body(**change))
+    with pytest.raises(AssignmentError) as compiled:
+        answer(body, COMPILED)
+    with pytest.raises(AssignmentError) as reference:
+        answer(body, REFERENCE)
+    assert (compiled.value.code, compiled.value.message) == (reference.value.code, reference.value.message)
+
+
+@pytest.mark.skipif(not native.AVAILABLE, reason="the compiled core is not installed")
+@pytest.mark.parametrize("given", [None, {"b": "eu-1c"}], ids=["stored", "previous_racks-first"])
+def test_the_racks_stored_with_a_group_are_the_previous_consumers_racks(given: dict | None) -> None:
+    """Without previous_racks, the racks stored with the group's version count for its previous consumers (and
+    only for them); what is stored of the answer (its racks and cross-zone rate) is the reference's."""
+    body = zone_body(group="g", **({"previous_racks": given} if given else {}))
+    stored = {"a": [("t", 0), ("t", 3)], "b": [("t", 1)], "c": [("t", 2), ("t", 5)]}
+    racks = {"a": "eu-1a", "b": "eu-1a", "gone": "eu-1b"}
     decoded = decode_assign(encoded(body), COMPILED)
-    assert isinstance(decoded, ReferenceInput)
-    plain = {k: v for k, v in body.items() if k not in ("previous_racks",)}
-    plain["partitions"] = [{k: v for k, v in p.items() if k != "racks"} for p in body["partitions"]]
-    plain.pop("members", None)
-    assert isinstance(decode_assign(encoded(plain), COMPILED), CompiledInput)
+    assert isinstance(decoded, CompiledInput)
+    compiled = decoded.completed(stored, None, None, racks).compute(COMPILED)
+    reference = decode_assign(encoded(body), REFERENCE).completed(stored, None, None, racks).compute(REFERENCE)
+    assert compiled.racks and compiled.cross_zone_rate is not None
+    assert (compiled.answer, compiled.assignment, compiled.racks, compiled.cross_zone_rate) == (
+        reference.answer,
+        reference.assignment,
+        reference.racks,
+        reference.cross_zone_rate,
+    )

@@ -1,0 +1,942 @@
+//! The last step of the zone-aware Best and Worst Fit algorithms, as `finish_zoned` of
+//! `app/core/algorithms/search.py`: the bins as an assignment under search, then consumers closed
+//! (`consolidate`, `merge`), new consumers moved to their best rack (`rerack`) and partitions brought into their
+//! zone (`localize`), with consumers before cross-zone rate before moved rate, within the migration budget.
+//! Work is counted, never timed, so the same input gives the same answer; every float is added in the
+//! reference's order, so the answer is the reference's to the bit.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::bins::{ordered, within, Bins, F, ROUNDING};
+use crate::consumers::{Consumers, Pool};
+use crate::fit::Spending;
+use crate::intern::NONE;
+use crate::problem::{Outputs, Placement};
+use crate::zones::{Zones, NO_RACK};
+
+/// `app.core.model.ROUNDING_ERROR`
+const ROUNDING_ERROR: f64 = 1e-12;
+/// Consumers (those with the most room) a partition that fits nowhere may eject a smaller one from.
+const EJECTION_TRIES: usize = 32;
+/// Consumers (those with the most room in its racks) a partition read across zones may swap with.
+const SWAP_TRIES: usize = 8;
+/// The weight of a consumer (in units of C): consumers come before everything else.
+const CONSUMER_FIRST: f64 = 1e12;
+/// The weight of the cross-zone rate: it comes before the moved rate.
+const ZONE_FIRST: f64 = 1e6;
+/// `merge` stops after this many neighbourhoods in a row it could not improve.
+const FAILED_MERGES: usize = 64;
+/// `consolidate` stops a pass after this many consumers in a row it could not close (plus 4 per rack).
+const FAILED_CLOSES: usize = 16;
+/// Consumers re-placed together by `resolve`, and the branch-and-bound nodes one may take.
+const K: usize = 4;
+const NODES: i64 = 1_000;
+
+/// A consumer's place in the slack indices: (load − capacity, id) as one integer, ordered as the tuple.
+fn slack_key(slack: f64, tie: u64) -> u128 {
+    (ordered(slack) as u128) << 64 | tie as u128
+}
+
+/// The bound `best_fit` looks below: entries whose slack is below `value`.
+fn below(value: f64) -> u128 {
+    (ordered(value) as u128) << 64
+}
+
+pub struct SearchState<'p, 's> {
+    rates: &'p [f64],
+    capacity: f64,
+    previous_owner: &'p [u32],
+    rank: &'p [u32],
+    zones: &'p Zones,
+    members: bool,
+    is_previous: Vec<bool>,
+    pub consumers: &'p mut Consumers,
+    pub pool: Pool,
+    pub spending: Spending<'s>,
+    pub ids: Vec<u32>,
+    tie: Vec<u64>,
+    pub cap: Vec<f64>,
+    pub held: Vec<Vec<u32>>,
+    pub load: Vec<f64>,
+    pub rack: Vec<i32>,
+    owner: Vec<usize>,
+    previous_bin: Vec<usize>,
+    cross: f64,
+    idle: BTreeSet<usize>,
+    work: i64,
+    by_slack: BTreeMap<u128, usize>,
+    slack_entry: Vec<Option<u128>>,
+    rack_slack: Vec<BTreeMap<u128, usize>>,
+}
+
+const OUT: usize = usize::MAX;
+
+impl<'p, 's> SearchState<'p, 's> {
+    fn put(&mut self, b: usize, j: u32) {
+        self.idle.remove(&b);
+        self.held[b].push(j);
+        self.load[b] += self.rates[j as usize];
+        self.owner[j as usize] = b;
+        if !self.zones.local(j, self.rack[b]) {
+            self.cross += self.rates[j as usize];
+        }
+        self.track(b);
+    }
+
+    fn take(&mut self, b: usize, j: u32) {
+        let at = self.held[b]
+            .iter()
+            .position(|&x| x == j)
+            .expect("a partition of the bin");
+        self.held[b].remove(at);
+        if self.held[b].is_empty() {
+            self.idle.insert(b);
+        }
+        self.load[b] -= self.rates[j as usize];
+        self.owner[j as usize] = OUT;
+        if !self.zones.local(j, self.rack[b]) {
+            self.cross -= self.rates[j as usize];
+        }
+        self.track(b);
+    }
+
+    fn track(&mut self, b: usize) {
+        let rack = self.rack[b];
+        if let Some(old) = self.slack_entry[b].take() {
+            self.by_slack.remove(&old);
+            if rack != NO_RACK {
+                self.rack_slack[rack as usize].remove(&old);
+            }
+        }
+        if !self.held[b].is_empty() {
+            let entry = slack_key(self.load[b] - self.cap[b], self.tie[b]);
+            self.slack_entry[b] = Some(entry);
+            self.by_slack.insert(entry, b);
+            if rack != NO_RACK {
+                self.rack_slack[rack as usize].insert(entry, b);
+            }
+        }
+    }
+
+    /// A consumer the pool opened, as an empty bin.
+    fn add(&mut self, c: u32) -> usize {
+        self.ids.push(c);
+        self.tie.push(self.consumers.tie[c as usize]);
+        self.cap.push(self.consumers.cap[c as usize]);
+        self.held.push(vec![]);
+        self.load.push(0.0);
+        self.rack.push(self.pool.rack_of(c));
+        self.slack_entry.push(None);
+        self.ids.len() - 1
+    }
+
+    fn local(&self, j: u32, b: usize) -> bool {
+        self.zones.local(j, self.rack[b])
+    }
+
+    fn fits(&self, b: usize, j: u32) -> bool {
+        self.held[b].is_empty() || within(self.load[b] + self.rates[j as usize], self.cap[b])
+    }
+
+    /// Whether partition j on bin b is a move (it had another consumer).
+    fn cost(&self, j: u32, b: usize) -> bool {
+        self.previous_owner[j as usize] != NONE && self.previous_bin[j as usize] != b
+    }
+
+    /// The open consumer with the least remaining capacity that takes `rate` (among one rack's when `rack` is
+    /// given), other than `excluded`, or None.
+    fn best_fit(&self, rate: f64, excluded: usize, rack: Option<u32>) -> Option<usize> {
+        let runs = match rack {
+            Some(r) => &self.rack_slack[r as usize],
+            None => &self.by_slack,
+        };
+        let mut found = runs
+            .range(..below(self.capacity * ROUNDING_ERROR - rate))
+            .next_back();
+        if let Some((&key, &b)) = found {
+            if b == excluded {
+                found = runs.range(..key).next_back();
+            }
+        }
+        let (_, &b) = found?;
+        within(self.load[b] + rate, self.cap[b]).then_some(b)
+    }
+
+    /// The consumer of one of j's racks with the least remaining capacity that takes j, or None.
+    fn best_fit_local(&self, j: u32, excluded: usize) -> Option<usize> {
+        let mut best: Option<usize> = None;
+        for &r in self.zones.of_partition(j) {
+            if let Some(b) = self.best_fit(self.rates[j as usize], excluded, Some(r)) {
+                if best.is_none_or(|a| self.slack_entry[b] > self.slack_entry[a]) {
+                    best = Some(b);
+                }
+            }
+        }
+        best
+    }
+
+    /// Partition j to bin b (OUT: out of every bin), its cost charged or refunded (one unit of work).
+    fn move_to(&mut self, j: u32, b: usize) {
+        self.work += 1;
+        let was = self.owner[j as usize];
+        if was != OUT {
+            if self.cost(j, was) {
+                self.spending.rate -= self.rates[j as usize];
+                self.spending.moves -= 1;
+            }
+            self.take(was, j);
+        }
+        if b != OUT {
+            self.put(b, j);
+            if self.cost(j, b) {
+                self.spending.spend(j);
+            }
+        }
+    }
+
+    /// Open consumers, least utilised first, ties by id (one unit of work each).
+    fn targets(&mut self) -> Vec<usize> {
+        self.work += self.ids.len() as i64;
+        let mut open: Vec<usize> = (0..self.ids.len())
+            .filter(|&b| !self.held[b].is_empty())
+            .collect();
+        open.sort_by(|&a, &b| {
+            F(self.load[a] / self.cap[a])
+                .cmp(&F(self.load[b] / self.cap[b]))
+                .then(self.tie[a].cmp(&self.tie[b]))
+        });
+        open
+    }
+
+    /// Close the target if each of its partitions, largest first, finds another consumer and that lowers
+    /// the objective within the budget; else leave everything as it was.
+    fn dissolve(&mut self, target: usize) -> bool {
+        let mut items = self.held[target].clone();
+        items.sort_unstable_by_key(|&j| self.rank[j as usize]);
+        let (before_rate, before_moves, before_cross) =
+            (self.spending.rate, self.spending.moves, self.cross);
+        let mut journal: Vec<(u32, usize)> = vec![];
+        for &j in &items {
+            journal.push((j, target));
+            self.move_to(j, OUT);
+        }
+        let closed = items
+            .iter()
+            .all(|&j| self.relocate(j, target, &mut journal));
+        let mut gain = CONSUMER_FIRST * self.capacity - (self.spending.rate - before_rate);
+        gain -= ZONE_FIRST * (self.cross - before_cross);
+        if closed && gain > 1e-9 && self.spending.within() {
+            return true;
+        }
+        for &(j, b) in journal.iter().rev() {
+            self.move_to(j, b);
+        }
+        self.spending.rate = before_rate;
+        self.spending.moves = before_moves;
+        self.cross = before_cross;
+        false
+    }
+
+    /// Put j (out of every bin) on another open consumer: a consumer of j's racks first (its previous one,
+    /// else Best Fit among them), then its previous one, then Best Fit, then by ejecting a smaller partition
+    /// from one of the consumers with the most room into Best Fit elsewhere.
+    fn relocate(&mut self, j: u32, target: usize, journal: &mut Vec<(u32, usize)>) -> bool {
+        let rates = self.rates;
+        self.work += 1;
+        let home = self.previous_bin[j as usize];
+        let home_open = home != OUT && home != target && !self.held[home].is_empty();
+        if home_open && self.local(j, home) && self.fits(home, j) {
+            self.move_to(j, home);
+            return true;
+        }
+        if let Some(b) = self.best_fit_local(j, OUT) {
+            self.move_to(j, b);
+            return true;
+        }
+        if home_open && self.fits(home, j) {
+            self.move_to(j, home);
+            return true;
+        }
+        if let Some(b) = self.best_fit(rates[j as usize], OUT, None) {
+            self.move_to(j, b);
+            return true;
+        }
+        let roomiest: Vec<usize> = self
+            .by_slack
+            .values()
+            .take(EJECTION_TRIES)
+            .copied()
+            .collect();
+        let rank = self.rank;
+        for b in roomiest {
+            let mut smaller = self.held[b].clone();
+            smaller.sort_unstable_by(|&x, &y| {
+                F(rates[x as usize])
+                    .cmp(&F(rates[y as usize]))
+                    .then(rank[x as usize].cmp(&rank[y as usize]))
+            });
+            for y in smaller {
+                self.work += 1;
+                let (ry, rj) = (rates[y as usize], rates[j as usize]);
+                if ry >= rj || !within(self.load[b] - ry + rj, self.cap[b]) {
+                    continue;
+                }
+                journal.push((y, b));
+                self.move_to(y, OUT);
+                match self.best_fit(ry, b, None) {
+                    None => {
+                        self.move_to(y, b);
+                        journal.pop();
+                    }
+                    Some(other) => {
+                        self.move_to(y, other);
+                        self.move_to(j, b);
+                        return true;
+                    }
+                }
+            }
+        }
+        false
+    }
+
+    /// Re-place the partitions of `bins` among them exactly; whether a better placement was kept.
+    fn improve(&mut self, bins: &[usize], limit: i64) -> bool {
+        let (spent, better) = Neighbourhood::new(self, bins).solve(NODES.min(limit - self.work));
+        self.work += spent;
+        let Some(better) = better else {
+            return false;
+        };
+        for (j, b) in better {
+            if self.owner[j as usize] != b {
+                self.move_to(j, b);
+            }
+        }
+        true
+    }
+
+    /// The target and the K − 1 other open consumers with the most remaining capacity (ties by id).
+    fn neighbourhood(&self, target: usize) -> Vec<usize> {
+        let mut chosen = vec![target];
+        for &b in self.by_slack.values() {
+            if chosen.len() == K {
+                break;
+            }
+            if b != target {
+                chosen.push(b);
+            }
+        }
+        chosen
+    }
+
+    /// Passes of `dissolve` over the consumers, least utilised first, until a pass closes none, it fails
+    /// too often in a row, or `limit` units of work are spent.
+    fn consolidate(&mut self, limit: i64) {
+        let give_up = FAILED_CLOSES + 4 * self.zones.names.len();
+        let mut closed = 0;
+        loop {
+            let (mut failures, before) = (0, closed);
+            let mut free = self.free_room();
+            for target in self.targets() {
+                if self.work >= limit || failures >= give_up {
+                    break;
+                }
+                let room = positive(self.cap[target] * ROUNDING - self.load[target]);
+                if self.held[target].is_empty() || self.load[target] > free - room {
+                    continue;
+                }
+                if self.dissolve(target) {
+                    closed += 1;
+                    failures = 0;
+                    free = self.free_room();
+                } else {
+                    failures += 1;
+                }
+            }
+            if closed == before || self.work >= limit {
+                return;
+            }
+        }
+    }
+
+    /// The capacity left on the open consumers (one unit of work each).
+    fn free_room(&mut self) -> f64 {
+        self.work += self.ids.len() as i64;
+        (0..self.ids.len())
+            .filter(|&b| !self.held[b].is_empty())
+            .fold(0.0, |sum, b| {
+                sum + positive(self.cap[b] * ROUNDING - self.load[b])
+            })
+    }
+
+    /// One pass of `resolve` over the consumers, least utilised first, each with the consumers of the most
+    /// room, until it fails FAILED_MERGES times in a row or `limit` units of work are spent.
+    fn merge(&mut self, limit: i64) {
+        let mut failures = 0;
+        for target in self.targets() {
+            if self.work >= limit || failures >= FAILED_MERGES {
+                break;
+            }
+            if self.held[target].is_empty() {
+                continue;
+            }
+            let bins = self.neighbourhood(target);
+            let load = bins.iter().fold(0.0, |s, &b| s + self.load[b]);
+            let caps = bins.iter().fold(0.0, |s, &b| s + self.cap[b]);
+            let least = bins
+                .iter()
+                .map(|&b| self.cap[b])
+                .min_by(|a, b| F(*a).cmp(&F(*b)))
+                .expect("the target");
+            if load > (caps - least) * ROUNDING {
+                continue; // no consumer can go
+            }
+            if self.improve(&bins, limit) {
+                failures = 0;
+            } else {
+                failures += 1;
+            }
+        }
+    }
+
+    /// Without members: each new consumer runs in the rack where the most of its rate is local (ties: its
+    /// rack, then the first by name).
+    fn rerack(&mut self) {
+        if self.members {
+            return;
+        }
+        let (rates, zones) = (self.rates, self.zones);
+        for b in 0..self.ids.len() {
+            let c = self.ids[b];
+            if self.held[b].is_empty() || self.is_previous.get(c as usize) == Some(&true) {
+                continue;
+            }
+            self.work += self.held[b].len() as i64;
+            let best = zones.best_rack(rates, &self.held[b]);
+            if best == NO_RACK || best == self.rack[b] {
+                continue;
+            }
+            if zones.cross_zone(rates, &self.held[b], best)
+                >= zones.cross_zone(rates, &self.held[b], self.rack[b])
+            {
+                continue; // a tie: it stays where it was opened
+            }
+            let items = self.held[b].clone();
+            for &j in &items {
+                self.take(b, j);
+            }
+            self.rack[b] = best;
+            self.pool.move_rack(c, best);
+            for &j in &items {
+                self.put(b, j);
+            }
+        }
+    }
+
+    /// Each partition read across zones, largest first, moves into its zone or swaps with a partition there,
+    /// whichever lowers Z·cross-zone rate + moved rate the most within the budget; where neither does, its
+    /// consumer and those of its racks with the most room are re-placed exactly. Passes until one keeps
+    /// nothing or `limit` units of work are spent.
+    fn localize(&mut self, limit: i64) {
+        let zones = self.zones;
+        let mut kept = 0;
+        while self.work < limit {
+            self.work += self.owner.len() as i64 / 16 + 1;
+            let mut crossing: Vec<u32> = (0..self.owner.len() as u32)
+                .filter(|&j| {
+                    !zones.of_partition(j).is_empty() && !self.local(j, self.owner[j as usize])
+                })
+                .collect();
+            crossing.sort_unstable_by_key(|&j| self.rank[j as usize]);
+            let before = kept;
+            for j in crossing {
+                if self.work >= limit {
+                    break;
+                }
+                if !self.local(j, self.owner[j as usize]) && self.localize_one(j, limit) {
+                    kept += 1;
+                }
+            }
+            if kept == before {
+                break;
+            }
+        }
+    }
+
+    /// What moving j from bin a to bin b lowers Z·cross + moved rate by.
+    fn gain(&self, j: u32, a: usize, b: usize) -> f64 {
+        let rate = self.rates[j as usize];
+        let zone = ZONE_FIRST * rate * (self.local(j, b) as i32 - self.local(j, a) as i32) as f64;
+        zone - rate * (self.cost(j, b) as i32 - self.cost(j, a) as i32) as f64
+    }
+
+    fn localize_one(&mut self, j: u32, limit: i64) -> bool {
+        let rates = self.rates;
+        let a = self.owner[j as usize];
+        let home = self.previous_bin[j as usize];
+        let b = if home != OUT && home != a && self.local(j, home) && self.fits(home, j) {
+            Some(home)
+        } else {
+            self.best_fit_local(j, OUT)
+        };
+        let mut best = 1e-9 * self.capacity;
+        let mut step: Option<(usize, Option<u32>)> = None;
+        if let Some(b) = b {
+            self.work += 1;
+            let gain = self.gain(j, a, b);
+            if gain > best && (!self.cost(j, b) || self.cost(j, a) || self.spending.affords(j)) {
+                best = gain;
+                step = Some((b, None));
+            }
+        }
+        let room_a = self.cap[a] * ROUNDING - self.load[a];
+        let racks = self.zones.of_partition(j);
+        let tries: Vec<usize> = racks
+            .iter()
+            .flat_map(|&r| {
+                self.rack_slack[r as usize]
+                    .values()
+                    .take(SWAP_TRIES)
+                    .copied()
+            })
+            .collect();
+        let rj = rates[j as usize];
+        for &other in &tries {
+            if other == a {
+                continue;
+            }
+            let room = self.cap[other] * ROUNDING - self.load[other];
+            for i in 0..self.held[other].len() {
+                let y = self.held[other][i];
+                self.work += 1;
+                let ry = rates[y as usize];
+                if !(rj - room <= ry && ry <= rj + room_a) {
+                    continue;
+                }
+                let gain = self.gain(j, a, other) + self.gain(y, other, a);
+                if gain > best {
+                    best = gain;
+                    step = Some((other, Some(y)));
+                }
+            }
+        }
+        let Some((b, y)) = step else {
+            // its consumer, an idle one of its racks and those of its racks with the most room
+            let mut bins = vec![a];
+            for &t in &tries {
+                if t != a && !bins.contains(&t) {
+                    bins.push(t);
+                }
+            }
+            bins.truncate(K - 1);
+            if let Some(idle) = self.idle_in(racks) {
+                bins.push(idle);
+            }
+            return bins.len() > 1 && self.improve(&bins, limit);
+        };
+        let before = (self.spending.rate, self.spending.moves, self.cross);
+        self.exchange(j, b, y, a);
+        if self.spending.within()
+            || (self.spending.moves <= before.1 && self.spending.rate <= before.0)
+        {
+            return true;
+        }
+        self.exchange(j, a, y, b); // undone
+        self.spending.rate = before.0;
+        self.spending.moves = before.1;
+        self.cross = before.2;
+        false
+    }
+
+    /// j to bin `to_j` and y (if any) to bin `to_y`, y out first so that each finds its room.
+    fn exchange(&mut self, j: u32, to_j: usize, y: Option<u32>, to_y: usize) {
+        if let Some(y) = y {
+            self.move_to(y, OUT);
+        }
+        self.move_to(j, to_j);
+        if let Some(y) = y {
+            self.move_to(y, to_y);
+        }
+    }
+
+    /// An empty consumer in one of `racks` (one closed before, else one the pool opens there), or None.
+    fn idle_in(&mut self, racks: &[u32]) -> Option<usize> {
+        if let Some(&b) = self
+            .idle
+            .iter()
+            .find(|&&b| self.rack[b] >= 0 && racks.contains(&(self.rack[b] as u32)))
+        {
+            return Some(b);
+        }
+        let c = self.pool.open_for(self.consumers, racks, NONE)?;
+        let b = self.add(c);
+        self.idle.insert(b);
+        Some(b)
+    }
+
+    /// Consumers holding more than one partition above their capacity.
+    pub fn overloaded(&self) -> Vec<u32> {
+        (0..self.ids.len())
+            .filter(|&b| self.held[b].len() > 1 && !within(self.load[b], self.cap[b]))
+            .map(|b| self.ids[b])
+            .collect()
+    }
+
+    /// The bins holding partitions, each with its partitions in (topic, partition) order, and the rack of
+    /// each one whose rack is known or was chosen.
+    pub fn placement(self, key_rank: &[u32], outputs: Outputs) -> Placement {
+        let mut racks = vec![];
+        let mut bins = vec![];
+        for (b, mut held) in self.held.into_iter().enumerate() {
+            if held.is_empty() {
+                continue;
+            }
+            held.sort_unstable_by_key(|&j| key_rank[j as usize]);
+            if self.rack[b] >= 0 {
+                racks.push((self.ids[b], self.rack[b] as u32));
+            }
+            bins.push((self.ids[b], held));
+        }
+        Placement {
+            bins,
+            outputs,
+            racks,
+        }
+    }
+}
+
+/// Python's max(0.0, x).
+fn positive(x: f64) -> f64 {
+    if x > 0.0 {
+        x
+    } else {
+        0.0
+    }
+}
+
+/// The partitions of a few consumers, re-placed among them for the least W·used + moved rate / C +
+/// Z·cross-zone rate / C, by branch and bound.
+struct Neighbourhood {
+    bins: Vec<usize>,
+    items: Vec<u32>,
+    rates: Vec<f64>,
+    costs: Vec<Vec<f64>>,
+    values: Vec<Vec<f64>>,
+    moves: Vec<Vec<bool>>,
+    caps: Vec<f64>,
+    order: Vec<Vec<usize>>,
+    equal_from: Vec<Vec<usize>>,
+    best_value: f64,
+    best: Option<Vec<usize>>,
+    suffix: Vec<f64>,
+    free_rate: Option<f64>,
+    free_moves: Option<i64>,
+    // the search
+    load: Vec<f64>,
+    count: Vec<u32>,
+    chosen: Vec<usize>,
+    nodes: i64,
+    limit: i64,
+    total: f64,
+}
+
+impl Neighbourhood {
+    fn new(state: &SearchState, bins: &[usize]) -> Self {
+        let rates = state.rates;
+        let mut items: Vec<u32> = bins
+            .iter()
+            .flat_map(|&b| state.held[b].iter().copied())
+            .collect();
+        items.sort_unstable_by_key(|&j| state.rank[j as usize]);
+        let capacity = state.capacity;
+        let k = bins.len();
+        let moves: Vec<Vec<bool>> = items
+            .iter()
+            .map(|&j| bins.iter().map(|&b| state.cost(j, b)).collect())
+            .collect();
+        let costs: Vec<Vec<f64>> = items
+            .iter()
+            .zip(&moves)
+            .map(|(&j, row)| {
+                row.iter()
+                    .map(|&m| if m { rates[j as usize] / capacity } else { 0.0 })
+                    .collect()
+            })
+            .collect();
+        let zone = ZONE_FIRST / capacity;
+        let values: Vec<Vec<f64>> = items
+            .iter()
+            .zip(&costs)
+            .map(|(&j, row)| {
+                row.iter()
+                    .zip(bins)
+                    .map(|(&cost, &b)| {
+                        cost + if state.local(j, b) {
+                            0.0
+                        } else {
+                            zone * rates[j as usize]
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let caps: Vec<f64> = bins.iter().map(|&b| state.cap[b] * ROUNDING).collect();
+        let order = values
+            .iter()
+            .zip(&moves)
+            .map(|(value, mv)| {
+                let mut slots: Vec<usize> = (0..k).collect();
+                slots.sort_by(|&s, &t| F(value[s]).cmp(&F(value[t])).then(mv[s].cmp(&mv[t])));
+                slots
+            })
+            .collect();
+        let n = items.len();
+        let mut equal_from = vec![vec![n + 1; k]; k];
+        for a in 0..k {
+            for b in a + 1..k {
+                if caps[a] != caps[b] {
+                    continue;
+                }
+                let mut i = n;
+                while i > 0
+                    && moves[i - 1][a] == moves[i - 1][b]
+                    && values[i - 1][a] == values[i - 1][b]
+                {
+                    i -= 1;
+                }
+                equal_from[a][b] = i;
+                equal_from[b][a] = i;
+            }
+        }
+        let current: Vec<usize> = items
+            .iter()
+            .map(|&j| {
+                let owner = state.owner[j as usize];
+                bins.iter()
+                    .position(|&b| b == owner)
+                    .expect("a bin of the neighbourhood")
+            })
+            .collect();
+        let mut seen = current.clone();
+        seen.sort_unstable();
+        seen.dedup();
+        let used = seen.len();
+        let moved = current
+            .iter()
+            .enumerate()
+            .fold(0.0, |s, (i, &slot)| s + costs[i][slot]);
+        let value = current
+            .iter()
+            .enumerate()
+            .fold(0.0, |s, (i, &slot)| s + values[i][slot]);
+        let best_value = CONSUMER_FIRST * used as f64 + value - 1e-9;
+        let mut suffix = vec![0.0; n + 1];
+        for i in (0..n).rev() {
+            suffix[i] = suffix[i + 1] + rates[items[i] as usize];
+        }
+        let spending = &state.spending;
+        let inside = items
+            .iter()
+            .filter(|&&j| state.cost(j, state.owner[j as usize]))
+            .count() as i64;
+        let free_rate = spending
+            .max_rate
+            .map(|max| (max - spending.rate) / capacity + moved);
+        let free_moves = spending.max_moves.map(|max| max - spending.moves + inside);
+        let item_rates = items.iter().map(|&j| rates[j as usize]).collect();
+        Neighbourhood {
+            bins: bins.to_vec(),
+            items,
+            rates: item_rates,
+            costs,
+            values,
+            moves,
+            caps,
+            order,
+            equal_from,
+            best_value,
+            best: None,
+            total: suffix[0],
+            suffix,
+            free_rate,
+            free_moves,
+            load: vec![0.0; k],
+            count: vec![0; k],
+            chosen: vec![0; n],
+            nodes: (n * k) as i64,
+            limit: 0,
+        }
+    }
+
+    /// (work spent, a better placement partition → bin, or None).
+    fn solve(mut self, limit: i64) -> (i64, Option<Vec<(u32, usize)>>) {
+        self.limit = limit;
+        self.dfs(0, 0, 0.0, 0.0, 0.0, 0);
+        let nodes = self.nodes;
+        let Some(best) = self.best else {
+            return (nodes, None);
+        };
+        let placed = self
+            .items
+            .iter()
+            .zip(best)
+            .map(|(&j, slot)| (j, self.bins[slot]))
+            .collect();
+        (nodes, Some(placed))
+    }
+
+    fn dfs(&mut self, i: usize, used: usize, used_cap: f64, value: f64, moved: f64, moves: i64) {
+        self.nodes += 1;
+        let n = self.items.len();
+        if i == n {
+            if CONSUMER_FIRST * used as f64 + value < self.best_value {
+                self.best_value = CONSUMER_FIRST * used as f64 + value;
+                self.best = Some(self.chosen.clone());
+            }
+            return;
+        }
+        // the rest needs a consumer more unless the used ones have room for all of it
+        let extra = if self.suffix[i] <= used_cap - (self.total - self.suffix[i]) {
+            0
+        } else {
+            1
+        };
+        if CONSUMER_FIRST * (used + extra) as f64 + value >= self.best_value
+            || self.nodes > self.limit
+        {
+            return;
+        }
+        let rate = self.rates[i];
+        let mut tried_empty: Vec<usize> = vec![];
+        for o in 0..self.order[i].len() {
+            let slot = self.order[i][o];
+            let empty = self.count[slot] == 0;
+            if empty {
+                if tried_empty.iter().any(|&t| self.equal_from[t][slot] <= i) {
+                    continue;
+                }
+                tried_empty.push(slot);
+            } else if self.load[slot] + rate > self.caps[slot] {
+                continue;
+            }
+            let (step, is_move) = (self.costs[i][slot], self.moves[i][slot]);
+            if is_move
+                && (self
+                    .free_rate
+                    .is_some_and(|free| moved + step > free + ROUNDING_ERROR)
+                    || self.free_moves.is_some_and(|free| moves >= free))
+            {
+                continue;
+            }
+            self.load[slot] += rate;
+            self.count[slot] += 1;
+            self.chosen[i] = slot;
+            let worth = self.values[i][slot];
+            if empty {
+                self.dfs(
+                    i + 1,
+                    used + 1,
+                    used_cap + self.caps[slot],
+                    value + worth,
+                    moved + step,
+                    moves + is_move as i64,
+                );
+            } else {
+                self.dfs(
+                    i + 1,
+                    used,
+                    used_cap,
+                    value + worth,
+                    moved + step,
+                    moves + is_move as i64,
+                );
+            }
+            self.load[slot] -= rate;
+            self.count[slot] -= 1;
+        }
+    }
+}
+
+/// The last step of a zone-aware Best or Worst Fit algorithm (see the module). Work: at most 20 units per
+/// partition and 50 000, so it stays n log n.
+pub fn finish_zoned<'p, 's>(
+    bins: Bins<'p>,
+    spending: Spending<'s>,
+    capacity: f64,
+    previous_ids: &[u32],
+    rank: &'p [u32],
+    members: bool,
+) -> SearchState<'p, 's> {
+    let Bins {
+        rates,
+        previous_owner,
+        consumers,
+        pool,
+        ids,
+        held,
+        load,
+        zones,
+        ..
+    } = bins;
+    let zones = zones.expect("zone mode");
+    let n = rates.len();
+    let mut is_previous = vec![false; consumers.len()];
+    for &c in previous_ids {
+        is_previous[c as usize] = true;
+    }
+    let mut state = SearchState {
+        rates,
+        capacity,
+        previous_owner,
+        rank,
+        zones,
+        members,
+        is_previous,
+        consumers,
+        pool,
+        spending,
+        ids: vec![],
+        tie: vec![],
+        cap: vec![],
+        held: vec![],
+        load: vec![],
+        rack: vec![],
+        owner: vec![OUT; n],
+        previous_bin: vec![OUT; n],
+        cross: 0.0,
+        idle: BTreeSet::new(),
+        work: 0,
+        by_slack: BTreeMap::new(),
+        slack_entry: vec![],
+        rack_slack: vec![BTreeMap::new(); zones.names.len()],
+    };
+    let mut bin_of = vec![OUT; state.consumers.len()];
+    for (b, (c, (held, load))) in ids.into_iter().zip(held.into_iter().zip(load)).enumerate() {
+        state.add(c);
+        for &j in &held {
+            state.owner[j as usize] = b;
+        }
+        state.held[b] = held;
+        state.load[b] = load;
+        bin_of[c as usize] = b;
+    }
+    for (j, &was) in previous_owner.iter().enumerate() {
+        if was != NONE {
+            state.previous_bin[j] = bin_of.get(was as usize).copied().unwrap_or(OUT);
+        }
+    }
+    // the indices and the cross-zone rate, all at once
+    for b in 0..state.ids.len() {
+        if !state.held[b].is_empty() {
+            state.track(b);
+        }
+    }
+    state.cross = (0..state.ids.len()).fold(0.0, |sum, b| {
+        sum + zones.cross_zone(rates, &state.held[b], state.rack[b])
+    });
+    let limit = 20 * n as i64 + 50_000;
+    state.consolidate(limit / 2);
+    state.merge(limit);
+    state.rerack();
+    state.localize(limit);
+    state
+}
