@@ -1,5 +1,6 @@
-"""Zone-aware assignment (issue #29) against rack-unaware MWF, on the Python reference core: cross-zone rate,
-consumers, Rscore and time per assignment over a drifting stream (app/sim/stream.py, Landau et al. Eq. 15).
+"""Zone-aware assignment (issue #29) against rack-unaware MWF: cross-zone rate, consumers, Rscore and time per
+assignment over a drifting stream (app/sim/stream.py, Landau et al. Eq. 15), on the Python reference core or the
+compiled one (`--core`).
 
 Three zones; six brokers, two per zone, hold each partition's three replicas as Kafka's rack-aware placement
 puts them (AdminUtils.assignReplicasToBrokersRackAware: brokers alternating by rack, the leader rotating over
@@ -20,8 +21,15 @@ total rate) and the Rscore are averaged over the measurements after the first (t
 assignment); `max` is the largest cross-zone share, `over` the most consumers holding two or more partitions
 above their capacity in one measurement.
 
+`--core compiled` runs the algorithms the compiled core runs (not repack) there and times `Bulk.solve` alone (the
+conversion of the Python objects to and from its arrays left out); `zones×` is each zone-aware algorithm's time
+over the same algorithm's rack-unaware time, in the same run (issue #29's target: at most 2 at 100 000
+partitions). `--core both` runs each algorithm on both cores, requires the same assignment of each measurement
+from both, and prints both times (`ref ms`).
+
     .venv/bin/python bench/zones.py [--partitions 1000,10000] [--measurements 10] [--delta 10] [--seed 1]
                                     [--scenarios autoscale-paper,...] [--fetch-from-follower]
+                                    [--core reference|compiled|both]
 """
 
 from __future__ import annotations
@@ -33,8 +41,9 @@ import statistics
 import time
 from dataclasses import dataclass, field
 
+from app.core import native
 from app.core.algorithm import get_algorithm
-from app.core.assign import solve, zone_report
+from app.core.assign import compiled_outcome, solve, zone_report
 from app.core.model import build_problem
 from app.sim.stream import flatten, generate_stream
 
@@ -85,6 +94,7 @@ class Run:
     bound: list[float] = field(default_factory=list)  # the least cross-zone share (members: a zone's shortfall)
     overloaded: list[int] = field(default_factory=list)  # consumers holding 2+ partitions above their capacity
     seconds: list[float] = field(default_factory=list)
+    assignments: list[dict[str, list[int]]] = field(default_factory=list)
 
 
 def members_of(scenario: str, capacity: float, peak: float) -> dict[str, str] | None:
@@ -102,8 +112,30 @@ def members_of(scenario: str, capacity: float, peak: float) -> dict[str, str] | 
     return members
 
 
+def timed_solve(problem, spec, params, core: str):
+    """(the outcome, the seconds the algorithm took): the reference's `solve`, or the compiled core's
+    `Bulk.solve` alone (the conversion of the Python objects to and from its arrays left out of the time)."""
+    if core == "reference":
+        started = time.perf_counter()
+        outcome = solve(problem, spec, params)
+        return outcome, time.perf_counter() - started
+    bulk = native.bulk_of(problem, spec.name, params)
+    assert bulk is not None, "the compiled core does not run this"
+    complete = native.complete(spec.name, params)
+    started = time.perf_counter()
+    solution = bulk.solve(spec.name, problem.capacity, complete)
+    seconds = time.perf_counter() - started
+    return compiled_outcome(problem, spec.name, solution.parts()), seconds
+
+
 def replay(
-    stream: list, racks_of: dict[tuple[str, int], list[str]], algorithm: str, zoned: bool, capacity: float, members
+    stream: list,
+    racks_of: dict[tuple[str, int], list[str]],
+    algorithm: str,
+    zoned: bool,
+    capacity: float,
+    members,
+    core: str = "reference",
 ) -> Run:
     run = Run()
     spec = get_algorithm(algorithm)
@@ -120,9 +152,9 @@ def replay(
             keys, rates, None, capacity, previous, ids, None, racks=racks, consumer_racks=known
         )
         solved = zoned_problem if zoned else build_problem(keys, rates, None, capacity, previous, ids)
-        started = time.perf_counter()
-        outcome = solve(solved, spec, params)
-        run.seconds.append(time.perf_counter() - started)
+        outcome, seconds = timed_solve(solved, spec, params, core)
+        run.seconds.append(seconds)
+        run.assignments.append(outcome.assignment)
         report = outcome.zones if zoned else zone_report(zoned_problem, outcome.assignment, {})
         assert report is not None
         total = math.fsum(rates)
@@ -151,10 +183,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
     parser.add_argument("--fetch-from-follower", action="store_true", help="replication 2; racks of both replicas")
+    parser.add_argument("--core", choices=("reference", "compiled", "both"), default="reference")
     args = parser.parse_args()
+    if args.core != "reference" and not native.AVAILABLE:
+        parser.error("the compiled core is not installed (make .venv/.native)")
+    cores = {"reference": ["reference"], "compiled": ["compiled"], "both": ["compiled", "reference"]}[args.core]
+    algorithms = [(a, z) for a, z in ALGORITHMS if args.core == "reference" or a in native.ALGORITHMS]
     print(
         f"{'partitions':>10} {'scenario':<22} {'algorithm':<12} {'consumers':>9} {'×':>6} {'Rscore':>7} {'×':>6} "
-        f"{'cross-zone':>10} {'max':>6} {'bound':>6} {'over':>5} {'ms':>8}"
+        f"{'cross-zone':>10} {'max':>6} {'bound':>6} {'over':>5} {'ms':>8} {'zones×':>6}"
+        + (f" {'ref ms':>9}" if args.core == "both" else "")
     )
     for n in (int(size) for size in args.partitions.split(",")):
         rng = random.Random(args.seed)
@@ -170,8 +208,12 @@ def main() -> None:
             peak = max(math.fsum(flatten(m)[1]) for m in stream)
             members = members_of(scenario, capacity, peak)
             baseline: Run | None = None
-            for algorithm, zoned in ALGORITHMS:
-                run = replay(stream, racks_of, algorithm, zoned, capacity, members)
+            unaware: dict[str, float] = {}
+            for algorithm, zoned in algorithms:
+                runs = [replay(stream, racks_of, algorithm, zoned, capacity, members, core) for core in cores]
+                run = runs[0]
+                if len(runs) > 1:
+                    assert run.assignments == runs[1].assignments, f"{scenario} {algorithm}: the cores differ"
                 baseline = baseline or run
                 consumers, rscore = statistics.fmean(run.consumers), statistics.fmean(run.rscore[1:])
                 base_consumers, base_rscore = (
@@ -179,13 +221,17 @@ def main() -> None:
                     statistics.fmean(baseline.rscore[1:]),
                 )
                 cross = run.cross[1:] or run.cross
+                ms = 1000 * statistics.fmean(run.seconds)
+                if not zoned:
+                    unaware[algorithm] = ms
                 print(
                     f"{n:>10} {scenario:<22} {algorithm + (' zones' if zoned else ''):<12} {consumers:>9.1f} "
                     f"{consumers / base_consumers:>6.3f} {rscore:>7.2f} {rscore / base_rscore if base_rscore else 0:>6.2f} "
                     f"{100 * statistics.fmean(cross):>9.2f}% {100 * max(cross):>5.1f}% "
                     f"{f'{100 * statistics.fmean(run.bound[1:] or run.bound):.1f}%' if run.bound else '-':>6} "
-                    f"{max(run.overloaded):>5} "
-                    f"{1000 * statistics.fmean(run.seconds):>8.1f}",
+                    f"{max(run.overloaded):>5} {ms:>8.1f} "
+                    f"{f'{ms / unaware[algorithm]:.2f}' if zoned and unaware.get(algorithm) else '':>6}"
+                    + (f" {1000 * statistics.fmean(runs[1].seconds):>9.1f}" if len(runs) > 1 else ""),
                     flush=True,
                 )
 

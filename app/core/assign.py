@@ -92,13 +92,7 @@ def solve(problem: Problem, algorithm: Algorithm, params: Any, native: bool = Fa
     if native:
         parts = compiled.solve(problem, algorithm.name, params)
         if parts is not None:
-            assignment, consumers, owner, loads, moved, moved_from, score, overloaded, used, outputs, *sparse, zones = (
-                parts
-            )
-            return Outcome(
-                algorithm.name, problem, assignment, consumers, owner, loads, moved, moved_from, score, overloaded,
-                outputs, used, Delta(*sparse), None if zones is None else ZoneReport(*zones),
-            )  # fmt: skip
+            return compiled_outcome(problem, algorithm.name, parts)
     packing = algorithm.pack(problem, params)
     assignment = {c: held for c, held in packing.assignment.items() if held}
     bins_used = len(assignment)
@@ -106,6 +100,15 @@ def solve(problem: Problem, algorithm: Algorithm, params: Any, native: bool = Fa
         assignment = _fold_into_members(problem, assignment)
     owner, loads = _owners_and_loads(problem, assignment, algorithm.name)
     return _outcome(problem, algorithm.name, assignment, owner, loads, packing.outputs, bins_used, packing.racks)
+
+
+def compiled_outcome(problem: Problem, algorithm: str, parts: Sequence[Any]) -> Outcome:
+    """The Outcome of the compiled core's parts (`Solution.parts()`)."""
+    assignment, consumers, owner, loads, moved, moved_from, score, overloaded, used, outputs, *sparse, zones = parts
+    return Outcome(
+        algorithm, problem, assignment, consumers, owner, loads, moved, moved_from, score, overloaded, outputs, used,
+        Delta(*sparse), None if zones is None else ZoneReport(*zones),
+    )  # fmt: skip
 
 
 def record(problem: Problem, algorithm: str, given: Mapping[str, Sequence[PartitionKey]]) -> Outcome:

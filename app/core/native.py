@@ -50,29 +50,36 @@ def solve(problem: Problem, name: str, params: BaseModel | None) -> tuple[Any, .
     """The compiled outcome's parts (see app.core.assign.solve), or None where the compiled core does not run
     this algorithm or it cannot order these consumer ids exactly as the reference does (non-ASCII ids); the
     reference then runs. A zone-aware problem (`Problem.zones`) goes with its racks."""
+    bulk = bulk_of(problem, name, params)
+    if bulk is None:
+        return None
+    return tuple(bulk.solve(name, problem.capacity, complete(name, params)).parts())
+
+
+def bulk_of(problem: Problem, name: str, params: BaseModel | None) -> Bulk | None:
+    """The problem on the compiled core's arrays, ready for `Bulk.solve(name, capacity, complete(name, params))`;
+    None where the reference must run it (see `solve`)."""
     if module is None or name not in ALGORITHMS:
         return None
     if isinstance(params, LeastLoadedParams):  # what its parameters imply, refused as the reference refuses it
         check(problem, params)
+    zoned = problem.zones is not None
     try:
-        bulk = module.from_objects(
+        return module.from_objects(
             problem.keys,
             problem.rates,
             problem.lags if name == "least-loaded" else None,
             problem.previous,
             problem.members,
             problem.member_capacities,
-            problem.racks if problem.zones is not None else None,
-            problem.consumer_racks if problem.zones is not None else None,
+            problem.racks if zoned else None,
+            problem.consumer_racks if zoned else None,
         )
     except (TypeError, OverflowError):  # values the arrays cannot hold (a partition number beyond 64 bits, …)
         return None
-    if bulk is None:
-        return None
-    return tuple(bulk.solve(name, problem.capacity, _complete(name, params)).parts())
 
 
-def _complete(name: str, params: BaseModel | None) -> dict[str, Any]:
+def complete(name: str, params: BaseModel | None) -> dict[str, Any]:
     """Every parameter the algorithm reads, as its model holds them (its defaults where none were given): the
     compiled core holds no defaults, and refuses a parameter missing as a bug."""
     if params is None:
@@ -102,5 +109,5 @@ def solve_bulk(bulk: Bulk, name: str, capacity: float, params: BaseModel | None,
     if planning is not None:
         check_totals(capacity, total_rate, lag_sum, planned_sum, planning, max_consumers)
         check_scales(capacity, bulk.member_capacities)
-    solution = bulk.solve(name, float(capacity), _complete(name, params))
+    solution = bulk.solve(name, float(capacity), complete(name, params))
     return solution, lower_bound

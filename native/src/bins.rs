@@ -286,12 +286,24 @@ impl<'a> Bins<'a> {
             }
             Rule::Worst => {
                 let entry = Reverse((F(self.load[b] - self.limit[b]), self.tie[b], b as u32));
-                self.heap.push(entry);
+                Self::renew(&mut self.heap, entry);
                 if self.rack[b] != NO_RACK {
-                    self.rack_heap[self.rack[b] as usize].push(entry);
+                    Self::renew(&mut self.rack_heap[self.rack[b] as usize], entry);
                 }
             }
         }
+    }
+
+    /// A bin's new entry in a Worst Fit heap: in place of its old one where that is the top (the bin just
+    /// found), else beside it (the old one, stale, is dropped when it comes up).
+    fn renew(heap: &mut BinaryHeap<Reverse<(F, u64, u32)>>, entry: Reverse<(F, u64, u32)>) {
+        if let Some(mut top) = heap.peek_mut() {
+            if top.0 .2 == entry.0 .2 {
+                *top = entry;
+                return;
+            }
+        }
+        heap.push(entry);
     }
 
     /// Zone mode: an open bin of one of j's racks that takes j under this rule, or None.
@@ -422,6 +434,19 @@ impl<'a> Bins<'a> {
         }
     }
 
+    /// Zone mode: `place` with `choose`'s choice for j already made.
+    pub fn place_chosen(&mut self, j: u32, chosen: Option<usize>) -> usize {
+        let b = match chosen {
+            Some(b) => b,
+            None => match self.open_local(j) {
+                Some(b) => b,
+                None => self.open(self.previous_owner[j as usize]),
+            },
+        };
+        self.put(b, j);
+        b
+    }
+
     /// assignBin: by the rule, else into a new bin h(j,k) (Eq. 14). Next Fit's first bin is open before any
     /// partition comes, so it is f(k).
     pub fn place(&mut self, j: u32) -> usize {
@@ -429,15 +454,8 @@ impl<'a> Bins<'a> {
             self.open(NONE);
         }
         if self.zones.is_some() {
-            let b = match self.choose(j) {
-                Some(b) => b,
-                None => match self.open_local(j) {
-                    Some(b) => b,
-                    None => self.open(self.previous_owner[j as usize]),
-                },
-            };
-            self.put(b, j);
-            return b;
+            let chosen = self.choose(j);
+            return self.place_chosen(j, chosen);
         }
         match self.find(j) {
             Some(b) => {

@@ -234,7 +234,11 @@ pub fn modified_any_fit(
             home[was as usize]
         };
         if stay == usize::MAX || b == Some(stay) {
-            let b = bins.place(j);
+            let b = if zones.is_some() {
+                bins.place_chosen(j, b)
+            } else {
+                bins.place(j)
+            };
             if was != NONE && bins.ids[b] != was {
                 spending.spend(j);
             }

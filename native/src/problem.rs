@@ -393,10 +393,18 @@ pub fn outcome(p: &Problem, placement: Placement) -> Result<Outcome, String> {
 /// Python's math.fsum: the correctly rounded sum (Shewchuk's partials, with CPython's half-even fix-up), of
 /// finite summands; +inf where Python's raises OverflowError (an intermediate sum overflows).
 pub fn fsum(values: impl Iterator<Item = f64>) -> f64 {
-    let mut partials: Vec<f64> = vec![];
+    // the partials in place while they are few (most sums), else on the heap
+    let mut inline = [0.0f64; 32];
+    let mut spilled: Vec<f64> = vec![];
+    let mut len = 0;
     for mut x in values {
+        let partials: &mut [f64] = if spilled.is_empty() {
+            &mut inline
+        } else {
+            &mut spilled
+        };
         let mut i = 0;
-        for k in 0..partials.len() {
+        for k in 0..len {
             let mut y = partials[k];
             if x.abs() < y.abs() {
                 std::mem::swap(&mut x, &mut y);
@@ -409,14 +417,29 @@ pub fn fsum(values: impl Iterator<Item = f64>) -> f64 {
             }
             x = hi;
         }
-        partials.truncate(i);
+        len = i;
         if !x.is_finite() {
             return f64::INFINITY;
         }
         if x != 0.0 {
-            partials.push(x);
+            if spilled.is_empty() && len == inline.len() {
+                spilled = inline.to_vec();
+            }
+            if spilled.is_empty() {
+                inline[len] = x;
+            } else if len == spilled.len() {
+                spilled.push(x);
+            } else {
+                spilled[len] = x;
+            }
+            len += 1;
         }
     }
+    let partials = if spilled.is_empty() {
+        &inline[..len]
+    } else {
+        &spilled[..len]
+    };
     let mut n = partials.len();
     let mut hi = 0.0;
     if n > 0 {
@@ -458,5 +481,9 @@ mod tests {
         assert_eq!(fsum([-0.0].into_iter()).to_bits(), 0.0f64.to_bits());
         assert_eq!(fsum([max, 7.98e291, 7.98e291].into_iter()), f64::INFINITY);
         assert_eq!(fsum([max, 7.98e291].into_iter()), max);
+        // more partials than are kept in place: single bits 2^0, 2^2, … 2^198 stay apart
+        let bits: Vec<f64> = (0..100).map(|e| 2f64.powi(2 * e)).collect();
+        let exact = bits.iter().rev().fold(0.0, |s, &b| s + b);
+        assert_eq!(fsum(bits.iter().copied()), exact);
     }
 }

@@ -62,18 +62,27 @@ pub struct SearchState<'p, 's> {
     owner: Vec<usize>,
     previous_bin: Vec<usize>,
     cross: f64,
-    idle: BTreeSet<usize>,
+    /// The consumers emptied by the search, by rack (index rack + 1: 0 for those without one).
+    idle: Vec<BTreeSet<usize>>,
     work: i64,
     by_slack: BTreeMap<u128, usize>,
     slack_entry: Vec<Option<u128>>,
     rack_slack: Vec<BTreeMap<u128, usize>>,
+    /// `improve`'s tables, refilled for each neighbourhood
+    hood: Neighbourhood,
 }
 
 const OUT: usize = usize::MAX;
 
 impl<'p, 's> SearchState<'p, 's> {
+    fn idle_of(&mut self, b: usize) -> &mut BTreeSet<usize> {
+        &mut self.idle[(self.rack[b] + 1) as usize]
+    }
+
     fn put(&mut self, b: usize, j: u32) {
-        self.idle.remove(&b);
+        if self.held[b].is_empty() {
+            self.idle_of(b).remove(&b);
+        }
         self.held[b].push(j);
         self.load[b] += self.rates[j as usize];
         self.owner[j as usize] = b;
@@ -90,7 +99,7 @@ impl<'p, 's> SearchState<'p, 's> {
             .expect("a partition of the bin");
         self.held[b].remove(at);
         if self.held[b].is_empty() {
-            self.idle.insert(b);
+            self.idle_of(b).insert(b);
         }
         self.load[b] -= self.rates[j as usize];
         self.owner[j as usize] = OUT;
@@ -301,17 +310,20 @@ impl<'p, 's> SearchState<'p, 's> {
 
     /// Re-place the partitions of `bins` among them exactly; whether a better placement was kept.
     fn improve(&mut self, bins: &[usize], limit: i64) -> bool {
-        let (spent, better) = Neighbourhood::new(self, bins).solve(NODES.min(limit - self.work));
+        let mut hood = std::mem::take(&mut self.hood);
+        hood.fill(self, bins);
+        let (spent, better) = hood.solve(NODES.min(limit - self.work));
         self.work += spent;
-        let Some(better) = better else {
-            return false;
-        };
-        for (j, b) in better {
-            if self.owner[j as usize] != b {
-                self.move_to(j, b);
+        if better {
+            for (&j, &slot) in hood.items.iter().zip(&hood.best) {
+                let b = hood.bins[slot];
+                if self.owner[j as usize] != b {
+                    self.move_to(j, b);
+                }
             }
         }
-        true
+        self.hood = hood;
+        better
     }
 
     /// The target and the K − 1 other open consumers with the most remaining capacity (ties by id).
@@ -424,6 +436,7 @@ impl<'p, 's> SearchState<'p, 's> {
             for &j in &items {
                 self.take(b, j);
             }
+            self.idle_of(b).remove(&b);
             self.rack[b] = best;
             self.pool.move_rack(c, best);
             for &j in &items {
@@ -560,16 +573,16 @@ impl<'p, 's> SearchState<'p, 's> {
 
     /// An empty consumer in one of `racks` (one closed before, else one the pool opens there), or None.
     fn idle_in(&mut self, racks: &[u32]) -> Option<usize> {
-        if let Some(&b) = self
-            .idle
+        let idle = racks
             .iter()
-            .find(|&&b| self.rack[b] >= 0 && racks.contains(&(self.rack[b] as u32)))
-        {
+            .filter_map(|&r| self.idle[r as usize + 1].first())
+            .min();
+        if let Some(&b) = idle {
             return Some(b);
         }
         let c = self.pool.open_for(self.consumers, racks, NONE)?;
         let b = self.add(c);
-        self.idle.insert(b);
+        self.idle_of(b).insert(b);
         Some(b)
     }
 
@@ -614,19 +627,22 @@ fn positive(x: f64) -> f64 {
 }
 
 /// The partitions of a few consumers, re-placed among them for the least W·used + moved rate / C +
-/// Z·cross-zone rate / C, by branch and bound.
+/// Z·cross-zone rate / C, by branch and bound. One is kept by the search and refilled for each neighbourhood
+/// (its tables flat, item i's entry for slot s at i·k + s), so that a neighbourhood allocates nothing.
+#[derive(Default)]
 struct Neighbourhood {
     bins: Vec<usize>,
     items: Vec<u32>,
     rates: Vec<f64>,
-    costs: Vec<Vec<f64>>,
-    values: Vec<Vec<f64>>,
-    moves: Vec<Vec<bool>>,
+    costs: Vec<f64>,
+    values: Vec<f64>,
+    moves: Vec<bool>,
     caps: Vec<f64>,
-    order: Vec<Vec<usize>>,
-    equal_from: Vec<Vec<usize>>,
+    order: Vec<usize>,
+    equal_from: Vec<usize>,
     best_value: f64,
-    best: Option<Vec<usize>>,
+    best: Vec<usize>,
+    found: bool,
     suffix: Vec<f64>,
     free_rate: Option<f64>,
     free_moves: Option<i64>,
@@ -640,157 +656,122 @@ struct Neighbourhood {
 }
 
 impl Neighbourhood {
-    fn new(state: &SearchState, bins: &[usize]) -> Self {
+    fn fill(&mut self, state: &SearchState, bins: &[usize]) {
         let rates = state.rates;
-        let mut items: Vec<u32> = bins
-            .iter()
-            .flat_map(|&b| state.held[b].iter().copied())
-            .collect();
-        items.sort_unstable_by_key(|&j| state.rank[j as usize]);
+        self.bins.clear();
+        self.bins.extend_from_slice(bins);
+        self.items.clear();
+        for &b in bins {
+            self.items.extend_from_slice(&state.held[b]);
+        }
+        self.items.sort_unstable_by_key(|&j| state.rank[j as usize]);
         let capacity = state.capacity;
-        let k = bins.len();
-        let moves: Vec<Vec<bool>> = items
-            .iter()
-            .map(|&j| bins.iter().map(|&b| state.cost(j, b)).collect())
-            .collect();
-        let costs: Vec<Vec<f64>> = items
-            .iter()
-            .zip(&moves)
-            .map(|(&j, row)| {
-                row.iter()
-                    .map(|&m| if m { rates[j as usize] / capacity } else { 0.0 })
-                    .collect()
-            })
-            .collect();
+        let (k, n) = (bins.len(), self.items.len());
         let zone = ZONE_FIRST / capacity;
-        let values: Vec<Vec<f64>> = items
-            .iter()
-            .zip(&costs)
-            .map(|(&j, row)| {
-                row.iter()
-                    .zip(bins)
-                    .map(|(&cost, &b)| {
-                        cost + if state.local(j, b) {
-                            0.0
-                        } else {
-                            zone * rates[j as usize]
-                        }
-                    })
-                    .collect()
-            })
-            .collect();
-        let caps: Vec<f64> = bins.iter().map(|&b| state.cap[b] * ROUNDING).collect();
-        let order = values
-            .iter()
-            .zip(&moves)
-            .map(|(value, mv)| {
-                let mut slots: Vec<usize> = (0..k).collect();
-                slots.sort_by(|&s, &t| F(value[s]).cmp(&F(value[t])).then(mv[s].cmp(&mv[t])));
-                slots
-            })
-            .collect();
-        let n = items.len();
-        let mut equal_from = vec![vec![n + 1; k]; k];
+        self.rates.clear();
+        self.moves.clear();
+        self.costs.clear();
+        self.values.clear();
+        for &j in &self.items {
+            let rate = rates[j as usize];
+            self.rates.push(rate);
+            for &b in bins {
+                let is_move = state.cost(j, b);
+                let cost = if is_move { rate / capacity } else { 0.0 };
+                self.moves.push(is_move);
+                self.costs.push(cost);
+                self.values
+                    .push(cost + if state.local(j, b) { 0.0 } else { zone * rate });
+            }
+        }
+        self.caps.clear();
+        self.caps
+            .extend(bins.iter().map(|&b| state.cap[b] * ROUNDING));
+        // each partition tries the consumers it costs least on first (ties: the target, then by slack)
+        self.order.clear();
+        for i in 0..n {
+            let from = self.order.len();
+            self.order.extend(0..k);
+            let (values, moves) = (&self.values[i * k..], &self.moves[i * k..]);
+            self.order[from..].sort_by(|&s, &t| {
+                F(values[s])
+                    .cmp(&F(values[t]))
+                    .then(moves[s].cmp(&moves[t]))
+            });
+        }
+        // equal_from[s·k + t]: from which partition on slots s and t are alike (same capacity, same costs for
+        // every partition after): an empty one is then not tried after the other
+        self.equal_from.clear();
+        self.equal_from.resize(k * k, n + 1);
         for a in 0..k {
             for b in a + 1..k {
-                if caps[a] != caps[b] {
+                if self.caps[a] != self.caps[b] {
                     continue;
                 }
                 let mut i = n;
                 while i > 0
-                    && moves[i - 1][a] == moves[i - 1][b]
-                    && values[i - 1][a] == values[i - 1][b]
+                    && self.moves[(i - 1) * k + a] == self.moves[(i - 1) * k + b]
+                    && self.values[(i - 1) * k + a] == self.values[(i - 1) * k + b]
                 {
                     i -= 1;
                 }
-                equal_from[a][b] = i;
-                equal_from[b][a] = i;
+                self.equal_from[a * k + b] = i;
+                self.equal_from[b * k + a] = i;
             }
         }
-        let current: Vec<usize> = items
-            .iter()
-            .map(|&j| {
-                let owner = state.owner[j as usize];
-                bins.iter()
-                    .position(|&b| b == owner)
-                    .expect("a bin of the neighbourhood")
-            })
-            .collect();
-        let mut seen = current.clone();
-        seen.sort_unstable();
-        seen.dedup();
-        let used = seen.len();
-        let moved = current
-            .iter()
-            .enumerate()
-            .fold(0.0, |s, (i, &slot)| s + costs[i][slot]);
-        let value = current
-            .iter()
-            .enumerate()
-            .fold(0.0, |s, (i, &slot)| s + values[i][slot]);
-        let best_value = CONSUMER_FIRST * used as f64 + value - 1e-9;
-        let mut suffix = vec![0.0; n + 1];
-        for i in (0..n).rev() {
-            suffix[i] = suffix[i + 1] + rates[items[i] as usize];
+        let (mut moved, mut value) = (0.0, 0.0);
+        let mut used_slots = 0u64; // k ≤ 64
+        let mut inside = 0i64;
+        for (i, &j) in self.items.iter().enumerate() {
+            let owner = state.owner[j as usize];
+            let slot = bins
+                .iter()
+                .position(|&b| b == owner)
+                .expect("a bin of the neighbourhood");
+            used_slots |= 1 << slot;
+            moved += self.costs[i * k + slot];
+            value += self.values[i * k + slot];
+            inside += state.cost(j, owner) as i64;
         }
+        self.best_value = CONSUMER_FIRST * used_slots.count_ones() as f64 + value - 1e-9;
+        self.found = false;
+        self.suffix.clear();
+        self.suffix.resize(n + 1, 0.0);
+        for i in (0..n).rev() {
+            self.suffix[i] = self.suffix[i + 1] + self.rates[i];
+        }
+        self.total = self.suffix[0];
         let spending = &state.spending;
-        let inside = items
-            .iter()
-            .filter(|&&j| state.cost(j, state.owner[j as usize]))
-            .count() as i64;
-        let free_rate = spending
+        self.free_rate = spending
             .max_rate
             .map(|max| (max - spending.rate) / capacity + moved);
-        let free_moves = spending.max_moves.map(|max| max - spending.moves + inside);
-        let item_rates = items.iter().map(|&j| rates[j as usize]).collect();
-        Neighbourhood {
-            bins: bins.to_vec(),
-            items,
-            rates: item_rates,
-            costs,
-            values,
-            moves,
-            caps,
-            order,
-            equal_from,
-            best_value,
-            best: None,
-            total: suffix[0],
-            suffix,
-            free_rate,
-            free_moves,
-            load: vec![0.0; k],
-            count: vec![0; k],
-            chosen: vec![0; n],
-            nodes: (n * k) as i64,
-            limit: 0,
-        }
+        self.free_moves = spending.max_moves.map(|max| max - spending.moves + inside);
+        self.load.clear();
+        self.load.resize(k, 0.0);
+        self.count.clear();
+        self.count.resize(k, 0);
+        self.chosen.clear();
+        self.chosen.resize(n, 0);
+        self.nodes = (n * k) as i64;
     }
 
-    /// (work spent, a better placement partition → bin, or None).
-    fn solve(mut self, limit: i64) -> (i64, Option<Vec<(u32, usize)>>) {
+    /// The work spent (search nodes, plus one per partition and consumer for setting it up); whether a better
+    /// placement was found (`best`: each item's slot).
+    fn solve(&mut self, limit: i64) -> (i64, bool) {
         self.limit = limit;
         self.dfs(0, 0, 0.0, 0.0, 0.0, 0);
-        let nodes = self.nodes;
-        let Some(best) = self.best else {
-            return (nodes, None);
-        };
-        let placed = self
-            .items
-            .iter()
-            .zip(best)
-            .map(|(&j, slot)| (j, self.bins[slot]))
-            .collect();
-        (nodes, Some(placed))
+        (self.nodes, self.found)
     }
 
     fn dfs(&mut self, i: usize, used: usize, used_cap: f64, value: f64, moved: f64, moves: i64) {
         self.nodes += 1;
-        let n = self.items.len();
+        let (n, k) = (self.items.len(), self.bins.len());
         if i == n {
             if CONSUMER_FIRST * used as f64 + value < self.best_value {
                 self.best_value = CONSUMER_FIRST * used as f64 + value;
-                self.best = Some(self.chosen.clone());
+                self.best.clear();
+                self.best.extend_from_slice(&self.chosen);
+                self.found = true;
             }
             return;
         }
@@ -806,19 +787,21 @@ impl Neighbourhood {
             return;
         }
         let rate = self.rates[i];
-        let mut tried_empty: Vec<usize> = vec![];
-        for o in 0..self.order[i].len() {
-            let slot = self.order[i][o];
+        let mut tried_empty = 0u64; // slots, k ≤ 64
+        for o in 0..k {
+            let slot = self.order[i * k + o];
             let empty = self.count[slot] == 0;
             if empty {
-                if tried_empty.iter().any(|&t| self.equal_from[t][slot] <= i) {
+                let alike =
+                    (0..k).any(|t| tried_empty >> t & 1 == 1 && self.equal_from[t * k + slot] <= i);
+                if alike {
                     continue;
                 }
-                tried_empty.push(slot);
+                tried_empty |= 1 << slot;
             } else if self.load[slot] + rate > self.caps[slot] {
                 continue;
             }
-            let (step, is_move) = (self.costs[i][slot], self.moves[i][slot]);
+            let (step, is_move) = (self.costs[i * k + slot], self.moves[i * k + slot]);
             if is_move
                 && (self
                     .free_rate
@@ -830,26 +813,20 @@ impl Neighbourhood {
             self.load[slot] += rate;
             self.count[slot] += 1;
             self.chosen[i] = slot;
-            let worth = self.values[i][slot];
-            if empty {
-                self.dfs(
-                    i + 1,
-                    used + 1,
-                    used_cap + self.caps[slot],
-                    value + worth,
-                    moved + step,
-                    moves + is_move as i64,
-                );
+            let worth = self.values[i * k + slot];
+            let (used, used_cap) = if empty {
+                (used + 1, used_cap + self.caps[slot])
             } else {
-                self.dfs(
-                    i + 1,
-                    used,
-                    used_cap,
-                    value + worth,
-                    moved + step,
-                    moves + is_move as i64,
-                );
-            }
+                (used, used_cap)
+            };
+            self.dfs(
+                i + 1,
+                used,
+                used_cap,
+                value + worth,
+                moved + step,
+                moves + is_move as i64,
+            );
             self.load[slot] -= rate;
             self.count[slot] -= 1;
         }
@@ -903,11 +880,12 @@ pub fn finish_zoned<'p, 's>(
         owner: vec![OUT; n],
         previous_bin: vec![OUT; n],
         cross: 0.0,
-        idle: BTreeSet::new(),
+        idle: vec![BTreeSet::new(); zones.names.len() + 1],
         work: 0,
         by_slack: BTreeMap::new(),
         slack_entry: vec![],
         rack_slack: vec![BTreeMap::new(); zones.names.len()],
+        hood: Neighbourhood::default(),
     };
     let mut bin_of = vec![OUT; state.consumers.len()];
     for (b, (c, (held, load))) in ids.into_iter().zip(held.into_iter().zip(load)).enumerate() {
@@ -925,11 +903,20 @@ pub fn finish_zoned<'p, 's>(
         }
     }
     // the indices and the cross-zone rate, all at once
-    for b in 0..state.ids.len() {
-        if !state.held[b].is_empty() {
-            state.track(b);
+    let mut entries: Vec<(u128, usize)> = (0..state.ids.len())
+        .filter(|&b| !state.held[b].is_empty())
+        .map(|b| (slack_key(state.load[b] - state.cap[b], state.tie[b]), b))
+        .collect();
+    entries.sort_unstable();
+    let mut by_rack: Vec<Vec<(u128, usize)>> = vec![vec![]; zones.names.len()];
+    for &(entry, b) in &entries {
+        state.slack_entry[b] = Some(entry);
+        if state.rack[b] != NO_RACK {
+            by_rack[state.rack[b] as usize].push((entry, b));
         }
     }
+    state.by_slack = entries.into_iter().collect();
+    state.rack_slack = by_rack.into_iter().map(BTreeMap::from_iter).collect();
     state.cross = (0..state.ids.len()).fold(0.0, |sum, b| {
         sum + zones.cross_zone(rates, &state.held[b], state.rack[b])
     });
