@@ -1,6 +1,7 @@
 """Differential fuzz of the two cores on extreme numbers (issue #27): rates, lags, capacities and parameters
 from 0 and the smallest subnormal to the largest float, sums at the edge of overflow, counts beyond 64 bits,
-consumer limits a request just reaches, and ids whose numbers tie ("c01", "c1"). On every request both cores
+consumer limits a request just reaches, and ids whose numbers tie ("c01", "c1"); half of the requests zone-aware
+(partitions with racks, members with a rack or not, previous_racks: issue #29). On every request both cores
 give the same answer bytes or the same error (code, message, details), and nothing else: no exception but
 AssignmentError escapes either (a Rust panic would come as a RuntimeError, and fail here).
 
@@ -62,6 +63,7 @@ EXTREMES = [
 ]
 IDS = ["c0", "c00", "c01", "c1", "c001", "c10", "c2", "surplus-0", "surplus-01", "m1", "m01", "m2", "a", "a0"]
 TOPICS = ["t", "orders", "t0"]
+RACKS = ["eu-1a", "eu-1b", "é", "r" * 255]
 
 
 def number(rnd: random.Random) -> float:
@@ -80,6 +82,8 @@ def positive(rnd: random.Random) -> float:
 
 
 def request(rnd: random.Random, algorithm: str) -> dict[str, Any]:
+    """A request; half of them zone-aware (partitions with racks, members with a rack or not, previous_racks)."""
+    zoned = rnd.random() < 0.5
     keys = rnd.sample([(t, p) for t in TOPICS for p in (0, 1, 2, 2**31 - 1)], rnd.randint(0, 8))
     scale = rnd.choice([1.0, 1e-300, 1e300, MAX / 4])  # rates of one magnitude, so their sums near the edge
     partitions = []
@@ -88,6 +92,8 @@ def request(rnd: random.Random, algorithm: str) -> dict[str, Any]:
         entry: dict[str, Any] = {"topic": topic, "partition": partition, "rate": rate}
         if rnd.random() < 0.4:
             entry["lag"] = rnd.choice([None, number(rnd)])
+        if zoned and rnd.random() < 0.8:
+            entry["racks"] = rnd.sample(RACKS, rnd.randint(0, 2))
         partitions.append(entry)
     body: dict[str, Any] = {"algorithm": algorithm, "partitions": partitions}
     if rnd.random() < 0.85:
@@ -102,9 +108,17 @@ def request(rnd: random.Random, algorithm: str) -> dict[str, Any]:
         for topic, partition in [k for k in keys if rnd.random() < 0.8] + [("gone", 0)] * (rnd.random() < 0.3):
             previous[rnd.choice(owners)].append({"topic": topic, "partition": partition})
         body["previous"] = previous
+        if zoned and rnd.random() < 0.5:
+            body["previous_racks"] = {c: rnd.choice(RACKS) for c in owners if rnd.random() < 0.7}
     if rnd.random() < 0.35:
         members = rnd.sample(IDS, rnd.randint(1, 4))
         body["members"] = [m if rnd.random() < 0.5 else {"id": m, "capacity": positive(rnd)} for m in members]
+        if zoned:
+            body.pop("previous_racks", None)
+            body["members"] = [
+                {"id": m, "rack": rnd.choice(RACKS)} if isinstance(m, str) and rnd.random() < 0.6 else m
+                for m in body["members"]
+            ]
     if algorithm.startswith("m") and rnd.random() < 0.7:
         body["params"] = {
             "max_rscore": rnd.choice([None, 0.0, TINY, 0.5, 1e308, MAX]),
@@ -157,7 +171,7 @@ def stored(text: bytes, compiled: Limits, reference: Limits) -> tuple[Any, Any] 
 
 
 def check(body: dict[str, Any], max_consumers: int = 100_000) -> set[str]:
-    """Both cores, every way: the same outcome; which it was (an answer or an error)."""
+    """Both cores, every way: the same outcome; which it was (an answer, zone-aware or not, or an error)."""
     body = {**body, "group": "g"}
     text = json.dumps(body).encode()
     compiled, reference = limits("native", max_consumers), limits("python", max_consumers)
@@ -167,7 +181,9 @@ def check(body: dict[str, Any], max_consumers: int = 100_000) -> set[str]:
     group = stored(text, compiled, reference)
     if group is not None:
         assert group[0] == group[1], f"stored, max_consumers={max_consumers}: {text!r}"
-    return {"answer" if expected[0] == "answer" else "error"}
+    if expected[0] != "answer":
+        return {"error"}
+    return {"answer", *(["zone-aware"] if b'"cross_zone_rate"' in expected[1] else [])}
 
 
 REGRESSIONS: dict[str, dict[str, Any]] = {
@@ -254,4 +270,5 @@ def test_both_cores_agree_on_extreme_numbers(algorithm: str) -> None:
     seen: set[str] = set()
     for _ in range(CASES):
         seen |= check(request(rnd, algorithm), rnd.choice([100_000, 100_000, 3, 20]))
-    assert seen == {"answer", "error"}  # the fuzz reaches both: answers, and the errors of extreme inputs
+    # the fuzz reaches answers (zone-aware ones too), and the errors of extreme inputs
+    assert seen == {"answer", "zone-aware", "error"}

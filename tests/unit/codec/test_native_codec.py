@@ -23,6 +23,7 @@ COMPILED = Limits.of(Settings(core="native"))
 REFERENCE = Limits.of(Settings(core="python"))
 TOPICS = ["t", "orders", "a/b", 'q"uote', "ü-topic", "tab\there", "x" * 255]
 IDS = ["c0", "c1", "c2", "c10", "a", "b7", "b7x", "surplus-0", "m1", "m2", "m10", "c\\1", "ctl\u0001", "c01", "m001"]
+RACKS = ["eu-1a", "eu-1b", "eu-1c", 'r"q', "ü"]
 
 
 def outcome(body: bytes, limits: Limits) -> tuple[Any, ...]:
@@ -33,6 +34,9 @@ def outcome(body: bytes, limits: Limits) -> tuple[Any, ...]:
 
 
 def request(rnd: random.Random, algorithm: str) -> dict[str, Any]:
+    """A request; about half zone-aware: partitions with racks (some without), members with a rack or not, or
+    without members previous_racks (the answer names the racks of new consumers too)."""
+    zoned = rnd.random() < 0.5
     capacity = rnd.choice([100, 100.0, 60.0, 250.5])
     pool = [(t, p) for t in rnd.sample(TOPICS, rnd.randint(1, 3)) for p in range(10)]
     keys = rnd.sample(pool, rnd.randint(0, min(24, len(pool))))
@@ -50,6 +54,8 @@ def request(rnd: random.Random, algorithm: str) -> dict[str, Any]:
         entry: dict[str, Any] = {"topic": topic, "partition": partition, "rate": rate()}
         if rnd.random() < 0.3:
             entry["lag"] = rnd.choice([None, 0, rnd.uniform(0, 300)])
+        if zoned and rnd.random() < 0.85:
+            entry["racks"] = rnd.sample(RACKS, rnd.choice([0, 1, 1, 1, 2, 3]))
         partitions.append(entry)
     body: dict[str, Any] = {"algorithm": algorithm, "partitions": partitions}
     if rnd.random() < 0.8:
@@ -64,11 +70,16 @@ def request(rnd: random.Random, algorithm: str) -> dict[str, Any]:
         ]:
             previous[rnd.choice(owners)].append({"topic": topic, "partition": partition})
         body["previous"] = previous
+        if zoned and rnd.random() < 0.6:
+            body["previous_racks"] = {c: rnd.choice(RACKS) for c in owners if rnd.random() < 0.7}
     if rnd.random() < 0.4:
         members = rnd.sample(IDS, rnd.randint(1, 5))
         body["members"] = [
             m if rnd.random() < 0.5 else {"id": m, "capacity": rnd.choice([50, 100.0, 75.5])} for m in members
         ]
+        if zoned:
+            body.pop("previous_racks", None)
+            body["members"] = [member_with_rack(rnd, m) if rnd.random() < 0.7 else m for m in body["members"]]
     if algorithm.startswith("m") and rnd.random() < 0.5:
         body["params"] = {"max_rscore": rnd.choice([0.0, 0.5, 2]), "max_moves": rnd.randint(0, 4)}
     if algorithm == "least-loaded" and rnd.random() < 0.5:
@@ -76,6 +87,10 @@ def request(rnd: random.Random, algorithm: str) -> dict[str, Any]:
     if rnd.random() < 0.2:
         body["group"] = "g-1"  # named, not stored: answered with the group
     return body
+
+
+def member_with_rack(rnd: random.Random, member: str | dict[str, Any]) -> dict[str, Any]:
+    return {**({"id": member} if isinstance(member, str) else member), "rack": rnd.choice(RACKS)}
 
 
 def encoded(body: Any, rnd: random.Random) -> bytes:
@@ -86,13 +101,15 @@ def encoded(body: Any, rnd: random.Random) -> bytes:
 @pytest.mark.parametrize("algorithm", sorted(native.ALGORITHMS))
 def test_the_compiled_codec_answers_byte_for_byte_as_the_reference(algorithm: str) -> None:
     rnd = random.Random(algorithm)
-    compiled = 0
+    compiled = zone_aware = 0
     for i in range(1500):
         body = encoded(request(rnd, algorithm), rnd)
         compiled += isinstance(decode_assign(body, COMPILED), CompiledInput)
         reference = outcome(body, REFERENCE)
         assert outcome(body, COMPILED) == reference, f"request {i}: {body!r}"
+        zone_aware += reference[0] == "answer" and b'"cross_zone_rate"' in reference[1]
     assert compiled > 1200  # most took the compiled way (ids with a control character, … do not)
+    assert zone_aware > 400  # and many of them were zone-aware
 
 
 def _set(path: list[Any], value: Any) -> Any:
@@ -149,6 +166,19 @@ BROKEN: dict[str, Any] = {
     "bad params": _set(["params"], {"max_moves": -1}),
     "too many consumers": _set(["capacity"], 1e-9),
     "group with a space": _set(["group"], "a b"),
+    "racks null": _set(["partitions", 0, "racks"], None),
+    "racks a string": _set(["partitions", 0, "racks"], "eu-1a"),
+    "empty rack": _set(["partitions", 0, "racks"], [""]),
+    "rack of 256": _set(["partitions", 0, "racks"], ["é" * 256]),
+    "33 racks": _set(["partitions", 0, "racks"], [f"r{i}" for i in range(33)]),
+    "1024 distinct racks": lambda b: b["partitions"].extend(
+        {"topic": "u", "partition": j, "rate": 1, "racks": [f"r{j}-{i}" for i in range(32)]} for j in range(32)
+    ),
+    "member rack empty": _set(["members"], [{"id": "m1", "rack": ""}]),
+    "member rack null": _set(["members"], [{"id": "m1", "rack": None}]),
+    "previous_racks with members": _set(["previous_racks"], {"c1": "eu-1a"}),
+    "previous_racks of a stranger": lambda b: b.pop("members") and b.update(previous_racks={"x": "eu-1a"}),
+    "previous_racks null": _set(["previous_racks"], None),
 }
 
 
@@ -181,6 +211,8 @@ def test_a_broken_request_gets_the_reference_error(case: str) -> None:
         b'{"algorithm":"mwf","capacity":100,"partitions":[{"topic":"t","topic":"u","partition":0,"rate":1}]}',
         b'{"algorithm":"mwf","capacity":100,"partitions":[],"params":{"a":1,"a":2}}',
         b'{"algorithm":"mwf","capacity":100,"partitions":[],"previous":{"c1":[],"c1":[]}}',
+        b'{"algorithm":"mwf","capacity":100,"partitions":[{"topic":"t","partition":0,"rate":1,"racks":[],"racks":[]}]}',
+        b'{"algorithm":"mwf","capacity":100,"partitions":[],"members":[{"id":"a","rack":"x","rack":"y"}]}',
         b'{"algorithm":"mwf","capacity":100,"partitions":[]} x',
         b'{"algorithm":"mwf","capacity":100,"partitions":[{"topic":"t","partition":0,"rate":1e400}]}',
         b'{"algorithm":"mwf","capacity":100,"partitions":[{"topic":"t\xff","partition":0,"rate":1}]}',
