@@ -32,9 +32,10 @@ const FAILED_CLOSES: usize = 16;
 const K: usize = 4;
 const NODES: i64 = 1_000;
 
-/// A consumer's place in the slack indices: (load − capacity, id) as one integer, ordered as the tuple.
-fn slack_key(slack: f64, tie: u64) -> u128 {
-    (ordered(slack) as u128) << 64 | tie as u128
+/// (a float, a consumer's id) as one integer, ordered as the tuple: the slack indices' (load − capacity, id),
+/// `targets`' (utilisation, id).
+fn order_key(value: f64, tie: u64) -> u128 {
+    (ordered(value) as u128) << 64 | tie as u128
 }
 
 /// The bound `best_fit` looks below: entries whose slack is below `value`.
@@ -118,7 +119,7 @@ impl<'p, 's> SearchState<'p, 's> {
             }
         }
         if !self.held[b].is_empty() {
-            let entry = slack_key(self.load[b] - self.cap[b], self.tie[b]);
+            let entry = order_key(self.load[b] - self.cap[b], self.tie[b]);
             self.slack_entry[b] = Some(entry);
             self.by_slack.insert(entry, b);
             if rack != NO_RACK {
@@ -206,22 +207,19 @@ impl<'p, 's> SearchState<'p, 's> {
     /// Open consumers, least utilised first, ties by id (one unit of work each).
     fn targets(&mut self) -> Vec<usize> {
         self.work += self.ids.len() as i64;
-        let mut open: Vec<usize> = (0..self.ids.len())
+        let mut open: Vec<(u128, usize)> = (0..self.ids.len())
             .filter(|&b| !self.held[b].is_empty())
+            .map(|b| (order_key(self.load[b] / self.cap[b], self.tie[b]), b))
             .collect();
-        open.sort_by(|&a, &b| {
-            F(self.load[a] / self.cap[a])
-                .cmp(&F(self.load[b] / self.cap[b]))
-                .then(self.tie[a].cmp(&self.tie[b]))
-        });
-        open
+        open.sort_unstable(); // (utilisation, id) is unique
+        open.into_iter().map(|(_, b)| b).collect()
     }
 
     /// Close the target if each of its partitions, largest first, finds another consumer and that lowers
     /// the objective within the budget; else leave everything as it was.
     fn dissolve(&mut self, target: usize) -> bool {
         let mut items = self.held[target].clone();
-        items.sort_unstable_by_key(|&j| self.rank[j as usize]);
+        by_rank(&mut items, self.rank);
         let (before_rate, before_moves, before_cross) =
             (self.spending.rate, self.spending.moves, self.cross);
         let mut journal: Vec<(u32, usize)> = vec![];
@@ -310,9 +308,16 @@ impl<'p, 's> SearchState<'p, 's> {
 
     /// Re-place the partitions of `bins` among them exactly; whether a better placement was kept.
     fn improve(&mut self, bins: &[usize], limit: i64) -> bool {
+        let cutoff = NODES.min(limit - self.work);
+        let setup = bins.iter().map(|&b| self.held[b].len()).sum::<usize>() * bins.len();
+        if setup as i64 + 1 > cutoff {
+            // the search stops at its first node, having found nothing: count it without setting it up
+            self.work += setup as i64 + 1;
+            return false;
+        }
         let mut hood = std::mem::take(&mut self.hood);
         hood.fill(self, bins);
-        let (spent, better) = hood.solve(NODES.min(limit - self.work));
+        let (spent, better) = hood.solve(cutoff);
         self.work += spent;
         if better {
             for (&j, &slot) in hood.items.iter().zip(&hood.best) {
@@ -459,7 +464,7 @@ impl<'p, 's> SearchState<'p, 's> {
                     !zones.of_partition(j).is_empty() && !self.local(j, self.owner[j as usize])
                 })
                 .collect();
-            crossing.sort_unstable_by_key(|&j| self.rank[j as usize]);
+            by_rank(&mut crossing, self.rank);
             let before = kept;
             for j in crossing {
                 if self.work >= limit {
@@ -603,7 +608,7 @@ impl<'p, 's> SearchState<'p, 's> {
             if held.is_empty() {
                 continue;
             }
-            held.sort_unstable_by_key(|&j| key_rank[j as usize]);
+            by_rank(&mut held, key_rank);
             if self.rack[b] >= 0 {
                 racks.push((self.ids[b], self.rack[b] as u32));
             }
@@ -614,6 +619,22 @@ impl<'p, 's> SearchState<'p, 's> {
             outputs,
             racks,
         }
+    }
+}
+
+/// Partitions in the order of `rank` (a place of each partition, each its own): sorted on (rank, j) as one
+/// integer, each rank read once.
+fn by_rank(partitions: &mut [u32], rank: &[u32]) {
+    if partitions.len() < 2 {
+        return;
+    }
+    let mut keys: Vec<u64> = partitions
+        .iter()
+        .map(|&j| (rank[j as usize] as u64) << 32 | j as u64)
+        .collect();
+    keys.sort_unstable();
+    for (j, key) in partitions.iter_mut().zip(keys) {
+        *j = key as u32;
     }
 }
 
@@ -664,7 +685,7 @@ impl Neighbourhood {
         for &b in bins {
             self.items.extend_from_slice(&state.held[b]);
         }
-        self.items.sort_unstable_by_key(|&j| state.rank[j as usize]);
+        by_rank(&mut self.items, state.rank);
         let capacity = state.capacity;
         let (k, n) = (bins.len(), self.items.len());
         let zone = ZONE_FIRST / capacity;
@@ -693,11 +714,18 @@ impl Neighbourhood {
             let from = self.order.len();
             self.order.extend(0..k);
             let (values, moves) = (&self.values[i * k..], &self.moves[i * k..]);
-            self.order[from..].sort_by(|&s, &t| {
-                F(values[s])
-                    .cmp(&F(values[t]))
-                    .then(moves[s].cmp(&moves[t]))
-            });
+            // a stable insertion sort of the few slots by (value, move)
+            let order = &mut self.order[from..];
+            for a in 1..k {
+                let mut at = a;
+                while at > 0 && {
+                    let (s, t) = (order[at - 1], order[at]);
+                    (F(values[t]), moves[t]) < (F(values[s]), moves[s])
+                } {
+                    order.swap(at - 1, at);
+                    at -= 1;
+                }
+            }
         }
         // equal_from[s·k + t]: from which partition on slots s and t are alike (same capacity, same costs for
         // every partition after): an empty one is then not tried after the other
@@ -905,7 +933,7 @@ pub fn finish_zoned<'p, 's>(
     // the indices and the cross-zone rate, all at once
     let mut entries: Vec<(u128, usize)> = (0..state.ids.len())
         .filter(|&b| !state.held[b].is_empty())
-        .map(|b| (slack_key(state.load[b] - state.cap[b], state.tie[b]), b))
+        .map(|b| (order_key(state.load[b] - state.cap[b], state.tie[b]), b))
         .collect();
     entries.sort_unstable();
     let mut by_rack: Vec<Vec<(u128, usize)>> = vec![vec![]; zones.names.len()];

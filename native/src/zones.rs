@@ -35,20 +35,25 @@ impl Zones {
             index[id as usize] = r as u32;
         }
         let mut starts = Vec::with_capacity(n + 1);
-        let mut racks = vec![];
+        let mut racks = Vec::with_capacity(n);
         starts.push(0);
         for j in 0..n {
-            let from = racks.len();
-            racks.extend(partition_racks(j).iter().map(|&id| index[id as usize]));
-            racks[from..].sort_unstable();
-            let mut kept = from;
-            for i in from..racks.len() {
-                if kept == from || racks[i] != racks[kept - 1] {
-                    racks[kept] = racks[i];
-                    kept += 1;
+            let listed = partition_racks(j);
+            if let [one] = listed {
+                racks.push(index[*one as usize]); // most partitions: their leader's rack
+            } else if !listed.is_empty() {
+                let from = racks.len();
+                racks.extend(listed.iter().map(|&id| index[id as usize]));
+                racks[from..].sort_unstable();
+                let mut kept = from + 1;
+                for i in from + 1..racks.len() {
+                    if racks[i] != racks[kept - 1] {
+                        racks[kept] = racks[i];
+                        kept += 1;
+                    }
                 }
+                racks.truncate(kept);
             }
-            racks.truncate(kept);
             starts.push(racks.len() as u32);
         }
         let mut of_consumer = vec![NO_RACK; known];
