@@ -19,7 +19,7 @@ Granularity: `paper` rates are U[0, 1]·C per partition as in the paper (two par
 ones U[0, 0.1]·C (about twenty). Rack-unaware MWF is the baseline of the × columns; the cross-zone rate (of the
 total rate) and the Rscore are averaged over the measurements after the first (the first has no previous
 assignment); `max` is the largest cross-zone share, `over` the most consumers holding two or more partitions
-above their capacity in one measurement.
+above their capacity in one measurement; `ms` the median time of one assignment.
 
 `--core compiled` runs the algorithms the compiled core runs (not repack) there and times `Bulk.solve` alone (the
 conversion of the Python objects to and from its arrays left out); `zones×` is each zone-aware algorithm's time
@@ -221,7 +221,7 @@ def main() -> None:
                     statistics.fmean(baseline.rscore[1:]),
                 )
                 cross = run.cross[1:] or run.cross
-                ms = 1000 * statistics.fmean(run.seconds)
+                ms = 1000 * statistics.median(run.seconds)
                 if not zoned:
                     unaware[algorithm] = ms
                 print(
@@ -231,7 +231,7 @@ def main() -> None:
                     f"{f'{100 * statistics.fmean(run.bound[1:] or run.bound):.1f}%' if run.bound else '-':>6} "
                     f"{max(run.overloaded):>5} {ms:>8.1f} "
                     f"{f'{ms / unaware[algorithm]:.2f}' if zoned and unaware.get(algorithm) else '':>6}"
-                    + (f" {1000 * statistics.fmean(runs[1].seconds):>9.1f}" if len(runs) > 1 else ""),
+                    + (f" {1000 * statistics.median(runs[1].seconds):>9.1f}" if len(runs) > 1 else ""),
                     flush=True,
                 )
 
