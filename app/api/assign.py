@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Request
 from starlette.responses import Response
@@ -12,6 +12,7 @@ from app.api import examples
 from app.api.auth import Authenticated
 from app.api.dependencies import AssignServiceDep
 from app.api.endpoints import answers, client_gone, endpoint, json_response, read_body, request_body
+from app.codec.assign import DeltaForm
 from app.codec.assign_input import AssignInput, Limits, decode_assign
 
 router = APIRouter()
@@ -52,24 +53,26 @@ async def assign(
     request: Request,
     grant: Authenticated,
     assigner: AssignServiceDep,
-    delta: Literal["sparse", "dense"] = Query("sparse", description="dense adds the full matrix"),
+    delta: DeltaForm = Query(
+        "sparse", description="dense adds the full matrix; none leaves the delta out (the moves tell the rebalance)"
+    ),
     idempotency_key: Annotated[
         str | None,
         Header(max_length=200, description="a retry with the same key and body gets the same answer"),
     ] = None,
 ) -> Response:
-    decoded = await _decode(await read_body(request), assigner.limits, delta == "dense", bool(idempotency_key))
+    decoded = await _decode(await read_body(request), assigner.limits, delta, bool(idempotency_key))
     fields = decoded.request
     request.state.group, request.state.algorithm = fields.group, fields.algorithm  # for the log
     grant.check(fields.group, write=bool(fields.group) and not fields.dry_run)
     return json_response(await assigner.assign(decoded, idempotency_key, client_gone(request)))
 
 
-async def _decode(body: bytes, limits: Limits, dense: bool, keyed: bool) -> AssignInput:
+async def _decode(body: bytes, limits: Limits, delta: DeltaForm, keyed: bool) -> AssignInput:
     """A large body is read on a thread (the compiled reader releases the GIL, so the event loop goes on
     meanwhile), a small one here (a thread hop costs more than reading it); a large body's duplicate-key
     check (as costly as its decoding) is left to where it is computed."""
     unique_keys = len(body) <= UNIQUE_KEYS_INLINE_BYTES
     if len(body) > READ_INLINE_BYTES:
-        return await asyncio.to_thread(decode_assign, body, limits, dense, keyed, unique_keys)
-    return decode_assign(body, limits, dense, keyed, unique_keys)
+        return await asyncio.to_thread(decode_assign, body, limits, delta, keyed, unique_keys)
+    return decode_assign(body, limits, delta, keyed, unique_keys)

@@ -248,8 +248,8 @@ impl<'py, 'a> Strings<'py, 'a> {
 
 #[pymethods]
 impl Solution {
-    /// The answer's JSON as msgspec encodes AssignResponse (sparse delta, version null); `outputs` and
-    /// `group`: those fields already encoded.
+    /// The answer's JSON as msgspec encodes AssignResponse (a sparse delta, or none without `delta`; version
+    /// null); `outputs` and `group`: those fields already encoded.
     fn answer<'py>(
         &self,
         py: Python<'py>,
@@ -257,12 +257,14 @@ impl Solution {
         lower_bound: i64,
         outputs: &[u8],
         group: &[u8],
+        delta: bool,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let extra = answer::Extra {
             algorithm,
             lower_bound,
             outputs,
             group,
+            delta,
         };
         let s = &self.solved;
         let json = detached(py, || {

@@ -12,7 +12,7 @@ from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberAssignment,
     ConsumerProtocolMemberMetadata,
 )
-from groupfit_client import GroupfitClient, PartitionRate
+from groupfit_client import GroupfitClient, PartitionRate, TopicPartition
 from groupfit_client.assignor import groupfit_assignor, sticky_fallback
 
 RATES = {0: 70.0, 1: 50.0, 2: 30.0, 3: 20.0, 4: 10.0, 5: 10.0}
@@ -141,3 +141,20 @@ def test_sticky_fallback_keeps_last_owners_and_balances():
     owner = sticky_fallback(["a", "b"], partitions, last)
     assert sorted(list(owner.values()).count(m) for m in "ab") == [2, 3]
     assert owner["t", 0] == "a" and owner["t", 3] == "b"
+
+
+def test_an_answer_the_group_cannot_use_is_refused():
+    """The leader reads the assignment alone: it must give every partition asked for, once, to members only."""
+    from groupfit_client.assignor import UnusableAnswer, _held, _Ref
+
+    partitions = [TopicPartition("t", p) for p in range(3)]
+    good = {"a": [_Ref("t", 0), _Ref("t", 2)], "b": [_Ref("t", 1)]}
+    assert _held(good, ["a", "b", "c"], partitions) == {"a": {"t": [0, 2]}, "b": {"t": [1]}, "c": {}}
+    for answer in (
+        {**good, "x": []},  # a non-member
+        {"a": [_Ref("t", 0)], "b": [_Ref("t", 1)]},  # t/2 missing
+        {**good, "c": [_Ref("t", 0)]},  # t/0 twice
+        {"a": [_Ref("t", 0), _Ref("t", 2)], "b": [_Ref("u", 1)]},  # u/1 not asked for, t/1 missing
+    ):
+        with pytest.raises(UnusableAnswer):
+            _held(answer, ["a", "b", "c"], partitions)

@@ -24,21 +24,27 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
+import httpx
+import msgspec
 from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberAssignment,
     ConsumerProtocolMemberMetadata,
 )
 
+from groupfit_client import _core
 from groupfit_client.client import GroupfitClient
 from groupfit_client.errors import GroupfitError
-from groupfit_client.results import PartitionRate, TopicPartition
+from groupfit_client.results import TopicPartition
 
 log = logging.getLogger("groupfit.assignor")
 
 RatesFn = Callable[[list[TopicPartition]], Mapping[TopicPartition, float]]
+T = TypeVar("T")
+Held = dict[str, dict[str, list[int]]]
+"""identity → topic → its partitions: what the group protocol's assignment is made of."""
 
 
 class UnusableAnswer(Exception):
@@ -119,13 +125,17 @@ def groupfit_assignor(
             partitions = [TopicPartition(t, p) for t in topics for p in sorted(cluster.partitions_for_topic(t) or ())]
             started = time.perf_counter()
             try:
-                owner = _ask_service(
+                held = _ask_service(
                     client, group, algorithm, capacity, deadline_s, rates, identities, sizes, partitions
                 )
                 cls.last_source = "service"
             except Exception as exc:
                 log.warning("groupfit gave no usable assignment (%s: %s); assigning locally", type(exc).__name__, exc)
-                owner = sticky_fallback(identities, partitions, reported_owners(decoded.values()))
+                held = {i: {} for i in identities}
+                for (topic, partition), member in sticky_fallback(
+                    identities, partitions, reported_owners(decoded.values())
+                ).items():
+                    held[member].setdefault(topic, []).append(partition)
                 cls.last_source = "fallback"
             log.info(
                 "assigned %d partitions to %d members via %s in %.1f ms",
@@ -134,15 +144,12 @@ def groupfit_assignor(
                 cls.last_source,
                 (time.perf_counter() - started) * 1000,
             )
-            by_identity: dict[str, dict[str, list[int]]] = {i: {} for i in identities}
-            for (topic, partition), member in owner.items():
-                by_identity[member].setdefault(topic, []).append(partition)
             user_data = json.dumps(
                 {"generation": max((m.generation for m in decoded.values()), default=-1) + 1}
             ).encode()
             return {
                 member_id: ConsumerProtocolMemberAssignment(
-                    cls.version, sorted((t, sorted(ps)) for t, ps in by_identity[member.identity].items()), user_data
+                    cls.version, sorted((t, sorted(ps)) for t, ps in held[member.identity].items()), user_data
                 )
                 for member_id, member in decoded.items()
             }
@@ -165,6 +172,54 @@ def _distinct(members: dict[str, Member]) -> dict[str, Member]:
     return result
 
 
+class _Partition(msgspec.Struct, omit_defaults=True, gc=False):
+    """A partition of the leader's request, as the wire has it (PartitionRate's JSON form)."""
+
+    topic: str
+    partition: int
+    rate: float
+    lag: float | None = None
+
+
+class _Ref(msgspec.Struct, gc=False):
+    topic: str
+    partition: int
+
+
+class _StoredRates(msgspec.Struct):
+    """What the leader reads of GET /v1/groups/{group}/rates: the partitions' rates and lags."""
+
+    partitions: list[_Partition]
+
+
+class _LeaderAnswer(msgspec.Struct):
+    """What the leader reads of POST /v1/assign's answer (msgspec skips the rest without building it)."""
+
+    assignment: dict[str, list[_Ref]]
+    overloaded_members: list[str]
+    recommended_consumers: int | None
+
+
+_PARTITIONS = msgspec.json.Encoder()
+_ANSWER = msgspec.json.Decoder(_LeaderAnswer)
+_RATES = msgspec.json.Decoder(_StoredRates)
+
+
+def _leader_answer(response: httpx.Response) -> _LeaderAnswer:
+    _core.raise_for_error(response)
+    return _ANSWER.decode(response.content)
+
+
+def _stored_rates(response: httpx.Response) -> _StoredRates:
+    _core.raise_for_error(response)
+    return _RATES.decode(response.content)
+
+
+def _lean(call: _core.Call[Any], read: Callable[[httpx.Response], T]) -> _core.Call[T]:
+    """The same call, read by a lean reader of the leader's own."""
+    return _core.Call(call.method, call.path, read, call.params, call.headers, call.json, call.repeatable, call.timeout)
+
+
 def _ask_service(
     client: GroupfitClient,
     group: str,
@@ -175,17 +230,21 @@ def _ask_service(
     identities: list[str],
     sizes: Mapping[str, float],
     partitions: list[TopicPartition],
-) -> dict[TopicPartition, str]:
-    """The service's assignment, partition → identity, within the deadline (rates read included). `sizes`:
-    the members that advertised their own capacity."""
+) -> Held:
+    """The service's assignment, identity → topic → partitions, within the deadline (rates read included).
+    `sizes`: the members that advertised their own capacity. The leader asks for the answer without its delta
+    and reads only the assignment (and what it logs) of it: the JSON of 10^3 partitions each way is most of its
+    own work in a rebalance."""
     deadline = time.monotonic() + deadline_s
-    lags: dict[TopicPartition, float] = {}
+    lags: Mapping[Any, float] = {}  # by (topic, partition)
+    known: Mapping[Any, float]
     if rates is not None:
         known = dict(rates(partitions))
     else:
         try:
-            stored = client.rates(group, timeout=deadline_s)
-            known, lags = stored.rates, stored.lags
+            stored = client._perform(_lean(_core.rates(group, timeout=deadline_s), _stored_rates)).partitions
+            known = {(p.topic, p.partition): p.rate for p in stored}
+            lags = {(p.topic, p.partition): p.lag for p in stored if p.lag is not None}
         except GroupfitError as error:
             if error.code != "group_not_found":
                 raise
@@ -196,16 +255,16 @@ def _ask_service(
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise TimeoutError("the deadline passed while reading rates")
-    answer = client.assign(
-        {
-            "algorithm": algorithm,
-            "capacity": capacity,
-            "group": group,
-            "members": [{"id": i, "capacity": sizes[i]} if i in sizes else i for i in identities],
-            "partitions": [PartitionRate(*tp, float(known.get(tp, 0.0)), lags.get(tp)) for tp in partitions],
-        },
-        timeout=remaining,
-    )
+    rate_of, lag_of = known.get, lags.get
+    encoded = _PARTITIONS.encode([_Partition(tp[0], tp[1], float(rate_of(tp, 0.0)), lag_of(tp)) for tp in partitions])
+    request = {
+        "algorithm": algorithm,
+        "capacity": capacity,
+        "group": group,
+        "members": [{"id": i, "capacity": sizes[i]} if i in sizes else i for i in identities],
+        "partitions": msgspec.Raw(encoded),
+    }
+    answer = client._perform(_lean(_core.assign(request, delta="none", timeout=remaining), _leader_answer))
     if answer.overloaded_members:
         log.warning(
             "group %r: members %s are over capacity; groupfit recommends %s consumers (the group has %d)",
@@ -214,11 +273,27 @@ def _ask_service(
             answer.recommended_consumers,
             len(identities),
         )
-    owner = answer.owner
-    strangers = set(owner.values()) - set(identities)
-    if strangers or sorted(owner) != partitions:
-        raise UnusableAnswer(f"the answer names non-members {sorted(strangers)} or misses partitions")
-    return owner
+    return _held(answer.assignment, identities, partitions)
+
+
+def _held(assignment: Mapping[str, list[_Ref]], identities: list[str], partitions: list[TopicPartition]) -> Held:
+    """The answer's assignment by identity and topic; UnusableAnswer unless it gives every partition asked for,
+    once, to members only."""
+    held: Held = {i: {} for i in identities}
+    seen = set()
+    for member, refs in assignment.items():
+        topics = held.get(member)
+        if topics is None:
+            raise UnusableAnswer(f"the answer names non-member {member!r}")
+        for ref in refs:
+            topic, partition = ref.topic, ref.partition
+            seen.add((topic, partition))
+            topics.setdefault(topic, []).append(partition)
+    if len(seen) != len(partitions) or sum(len(ps) for t in held.values() for ps in t.values()) != len(seen):
+        raise UnusableAnswer("the answer misses partitions or gives one twice")
+    if not seen.issuperset(partitions):
+        raise UnusableAnswer("the answer names partitions the group does not have")
+    return held
 
 
 def reported_owners(members: Iterable[Member]) -> dict[TopicPartition, str]:
