@@ -98,6 +98,7 @@ def groupfit_assignor(
         owned: ClassVar[list[TopicPartition]] = []  # this member's partitions in the last generation
         generation: ClassVar[int] = -1
         last_source: ClassVar[str] = ""  # "service" or "fallback": how this member, as leader, last assigned
+        partitions: ClassVar[tuple[dict[str, list[int]], list[TopicPartition]]] = ({}, [])
 
         @classmethod
         def metadata(cls, topics: Iterable[str]) -> ConsumerProtocolMemberMetadata:
@@ -115,6 +116,14 @@ def groupfit_assignor(
                 cls.generation = -1
 
         @classmethod
+        def partitions_of(cls, numbers: dict[str, list[int]]) -> list[TopicPartition]:
+            """The subscribed partitions in (topic, partition) order: the last rebalance's list while the topics
+            and their partitions are the same (no 10^3 new objects, nor the collector's passes they bring)."""
+            if cls.partitions[0] != numbers:
+                cls.partitions = (numbers, [TopicPartition(t, p) for t, ps in numbers.items() for p in ps])
+            return cls.partitions[1]
+
+        @classmethod
         def assign(
             cls, cluster: Any, members: Mapping[str, ConsumerProtocolMemberMetadata]
         ) -> dict[str, ConsumerProtocolMemberAssignment]:
@@ -122,7 +131,7 @@ def groupfit_assignor(
             identities = sorted(m.identity for m in decoded.values())
             sizes = {m.identity: m.capacity for m in decoded.values() if m.capacity}
             topics = sorted({t for meta in members.values() for t in meta.subscription})
-            partitions = [TopicPartition(t, p) for t in topics for p in sorted(cluster.partitions_for_topic(t) or ())]
+            partitions = cls.partitions_of({t: sorted(cluster.partitions_for_topic(t) or ()) for t in topics})
             started = time.perf_counter()
             try:
                 held = _ask_service(
@@ -239,7 +248,7 @@ def _ask_service(
     lags: Mapping[Any, float] = {}  # by (topic, partition)
     known: Mapping[Any, float]
     if rates is not None:
-        known = dict(rates(partitions))
+        known = dict(rates(list(partitions)))  # a copy: the list is kept for the next rebalance
     else:
         try:
             stored = client._perform(_lean(_core.rates(group, timeout=deadline_s), _stored_rates)).partitions
@@ -278,21 +287,29 @@ def _ask_service(
 
 def _held(assignment: Mapping[str, list[_Ref]], identities: list[str], partitions: list[TopicPartition]) -> Held:
     """The answer's assignment by identity and topic; UnusableAnswer unless it gives every partition asked for,
-    once, to members only."""
+    once, to members only. (Checked per topic on sets of partition numbers: no object per partition.)"""
     held: Held = {i: {} for i in identities}
-    seen = set()
+    given = 0
     for member, refs in assignment.items():
         topics = held.get(member)
         if topics is None:
             raise UnusableAnswer(f"the answer names non-member {member!r}")
+        given += len(refs)
         for ref in refs:
-            topic, partition = ref.topic, ref.partition
-            seen.add((topic, partition))
-            topics.setdefault(topic, []).append(partition)
-    if len(seen) != len(partitions) or sum(len(ps) for t in held.values() for ps in t.values()) != len(seen):
-        raise UnusableAnswer("the answer misses partitions or gives one twice")
-    if not seen.issuperset(partitions):
-        raise UnusableAnswer("the answer names partitions the group does not have")
+            topic = ref.topic
+            numbers = topics.get(topic)
+            if numbers is None:
+                numbers = topics[topic] = []
+            numbers.append(ref.partition)
+    asked: dict[str, set[int]] = {}
+    for topic, partition in partitions:
+        asked.setdefault(topic, set()).add(partition)
+    got: dict[str, set[int]] = {}
+    for topics in held.values():
+        for topic, numbers in topics.items():
+            got.setdefault(topic, set()).update(numbers)
+    if given != len(partitions) or got != asked:
+        raise UnusableAnswer("the answer misses partitions, gives one twice or names one the group does not have")
     return held
 
 
