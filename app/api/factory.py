@@ -116,6 +116,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 
 def _add_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
+    app.add_middleware(assign.AssignFastPath)  # inside CORS and the observability (added later: outer)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

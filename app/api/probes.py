@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.responses import Response
 
 from app.api.auth import Authenticated
@@ -39,4 +39,4 @@ async def readyz(store: StoreDep) -> Response:
     {200: {"description": "Prometheus text format", "content": {"text/plain": {}}}},
 )
 async def metrics(_: Authenticated, registry: MetricsDep) -> Response:  # group names are not for anyone to read
-    return Response(generate_latest(registry.registry), media_type=CONTENT_TYPE_LATEST)
+    return Response(registry.exposition(), media_type=CONTENT_TYPE_LATEST)

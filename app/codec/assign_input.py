@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from app.codec.assign import (
     AssignRequest,
     AssignResponse,
+    DeltaForm,
     Move,
     answer_of,
     capacity_of,
@@ -150,13 +151,14 @@ _REQUEST = msgspec.json.Decoder(AssignRequest)
 
 
 def decode_assign(
-    body: bytes, limits: Limits, dense: bool = False, keyed: bool = False, unique_keys: bool = True
+    body: bytes, limits: Limits, delta: DeltaForm = "sparse", keyed: bool = False, unique_keys: bool = True
 ) -> AssignInput:
     """The request, read by the compiled core where it computes (`limits.native`), writes the answer (a sparse
-    delta, not `dense`) and no Idempotency-Key (`keyed`) needs the decoded request's fingerprint, and where it
-    takes the body and runs the algorithm; else msgspec decodes the whole body, and says what is wrong with it.
-    `unique_keys=False` leaves a body's duplicate-key check to its computation (as costly as the decoding)."""
-    if limits.native and not dense and not keyed:
+    delta or none, not a dense one) and no Idempotency-Key (`keyed`) needs the decoded request's fingerprint, and
+    where it takes the body and runs the algorithm; else msgspec decodes the whole body, and says what is wrong
+    with it. `unique_keys=False` leaves a body's duplicate-key check to its computation (as costly as the
+    decoding)."""
+    if limits.native and delta != "dense" and not keyed:
         split = native.parse_assign(body)
         if split is not None:
             rest, bulk = split
@@ -173,13 +175,13 @@ def decode_assign(
                     and request.assignment is None
                     and not request.previous_racks
                 ):
-                    return CompiledInput(request, bulk, body)
-    return ReferenceInput.of(decode(_REQUEST, body, unique_keys), dense, keyed, b"" if unique_keys else body)
+                    return CompiledInput(request, bulk, body, delta == "sparse")
+    return ReferenceInput.of(decode(_REQUEST, body, unique_keys), delta, keyed, b"" if unique_keys else body)
 
 
-def answer(body: bytes, limits: Limits, dense: bool = False) -> bytes:
+def answer(body: bytes, limits: Limits, delta: DeltaForm = "sparse") -> bytes:
     """What `groupfit assign` prints: the answer to a request that describes everything (nothing is stored)."""
-    decoded = decode_assign(body, limits, dense)
+    decoded = decode_assign(body, limits, delta)
     if decoded.needs_rates:
         raise AssignmentError(ErrorCode.INVALID_REQUEST, "give 'partitions': a list of {topic, partition, rate, lag}.")
     return decoded.completed(None, None, None).compute(limits).answer
@@ -194,6 +196,8 @@ class CompiledInput:
     body: bytes
     """As sent: read again the reference's way if the group's stored consumer ids are ones the compiled core
     cannot rank."""
+    delta: bool
+    """Whether the answer carries the (sparse) delta."""
     fingerprint = ""  # a request with an Idempotency-Key is read the reference's way
     needs_rates = False  # the compiled reader takes only a request that lists its partitions
 
@@ -207,9 +211,10 @@ class CompiledInput:
         # No partition of it has racks (the compiled reader takes none that has): the stored racks change nothing.
         if previous is not None and not self.bulk.has_previous and not self.bulk.set_previous(previous):
             # no key is twice in the body: the compiled reader checked it
-            reference = ReferenceInput.of(decode(_REQUEST, self.body, unique_keys=False), False, False)
+            form: DeltaForm = "sparse" if self.delta else "none"
+            reference = ReferenceInput.of(decode(_REQUEST, self.body, unique_keys=False), form, False)
             return reference.completed(previous, capacity, rates, racks)
-        return CompiledComputation(self.request, self.bulk, capacity_of(self.request, capacity))
+        return CompiledComputation(self.request, self.bulk, capacity_of(self.request, capacity), self.delta)
 
 
 @dataclass(frozen=True)
@@ -217,6 +222,7 @@ class CompiledComputation:
     request: AssignRequest
     bulk: Bulk
     capacity: float
+    delta: bool
 
     def inline(self, limits: Limits) -> bool:
         return self.bulk.work <= limits.inline_compiled  # well under a millisecond
@@ -238,7 +244,9 @@ class CompiledComputation:
         seconds = time.perf_counter() - started
         used, moves, moved_rate, top, overloaded, rscore = solution.summary(HISTORY_MOVES if stored else 0)
         return Computed(
-            solution.answer(algorithm.name, lower_bound, encode(wired(solution.outputs())), encode(request.group)),
+            solution.answer(
+                algorithm.name, lower_bound, encode(wired(solution.outputs())), encode(request.group), self.delta
+            ),
             solution.stored() if stored else b"",
             algorithm.name,
             float(self.capacity),
@@ -257,17 +265,17 @@ class ReferenceInput(msgspec.Struct, frozen=True):
     """Decoded by msgspec: every field in `request`."""
 
     request: AssignRequest
-    dense: bool
+    delta: DeltaForm
     fingerprint: str
     unchecked: bytes
     """The body as sent when its duplicate keys are yet to be checked (a large one: where it is computed)."""
 
     @classmethod
-    def of(cls, request: AssignRequest, dense: bool, keyed: bool, unchecked: bytes = b"") -> ReferenceInput:
+    def of(cls, request: AssignRequest, delta: DeltaForm, keyed: bool, unchecked: bytes = b"") -> ReferenceInput:
         fingerprint = ""  # only computed when the answer is stored with its key
         if keyed and request.group:
-            fingerprint = hashlib.sha256(encode(request) + (b"dense" if dense else b"sparse")).hexdigest()
-        return cls(request, dense, fingerprint, unchecked)
+            fingerprint = hashlib.sha256(encode(request) + delta.encode()).hexdigest()
+        return cls(request, delta, fingerprint, unchecked)
 
     @property
     def needs_rates(self) -> bool:
@@ -291,7 +299,7 @@ class ReferenceInput(msgspec.Struct, frozen=True):
             list(partitions),
             given if given is not None else (previous or {}),
             capacity,
-            self.dense,
+            self.delta,
             self.unchecked,
             racks or {},
         )
@@ -319,7 +327,7 @@ class ReferenceComputation(msgspec.Struct, array_like=True):
     partitions: list[PartitionRate]
     previous: dict[str, list[tuple[str, int]]]
     capacity: float
-    dense: bool = False
+    delta: DeltaForm = "sparse"
     unchecked: bytes = b""
     stored_racks: StoredRacks = msgspec.field(default_factory=dict)
     """The racks stored with the group's version (the request's previous_racks, if any, come first)."""
@@ -336,7 +344,7 @@ class ReferenceComputation(msgspec.Struct, array_like=True):
         if self.unchecked:
             check_unique_keys(self.unchecked)
         outcome, answer, seconds = reference_answer(
-            self.request, self.partitions, self.previous, self.capacity, self.dense, limits, self.stored_racks
+            self.request, self.partitions, self.previous, self.capacity, self.delta, limits, self.stored_racks
         )
         answer.group = self.request.group
         keys = outcome.problem.keys
@@ -364,7 +372,7 @@ def reference_answer(
     partitions: Sequence[PartitionRate],
     previous: Mapping[str, Sequence[PartitionKey]],
     capacity: float,
-    dense: bool,
+    delta: DeltaForm,
     limits: Limits,
     stored_racks: StoredRacks | None = None,
 ) -> tuple[Outcome, AssignResponse, float]:
@@ -378,13 +386,13 @@ def reference_answer(
     else:
         outcome = solve(problem, algorithm, params, limits.native)
     seconds = time.perf_counter() - started
-    if dense and outcome.dense_delta_size() > limits.max_dense_cells:
+    if delta == "dense" and outcome.dense_delta_size() > limits.max_dense_cells:
         raise AssignmentError(
             ErrorCode.DELTA_TOO_LARGE,
             f"the dense delta would have {outcome.dense_delta_size()} cells (limit {limits.max_dense_cells}); "
             "use the sparse delta (the default).",
         )
-    return outcome, answer_of(outcome, dense), seconds
+    return outcome, answer_of(outcome, delta), seconds
 
 
 def algorithm_of(request: AssignRequest, partitions: int, limits: Limits) -> tuple[Algorithm, BaseModel | None]:

@@ -223,7 +223,7 @@ def _replay_runs(
     rebalance_s: float,
 ) -> dict[str, ReplayRun]:
     from app.sim.evaluate import finite_or_null, replay_named
-    from app.sim.latency import PERCENTILES, LatencyModel, segments
+    from app.sim.latency import PERCENTILES, LatencyModel
     from app.sim.replay import cbs
 
     model = LatencyModel(consumer_throughput, iteration_s, rebalance_s) if consumer_throughput is not None else None
@@ -233,7 +233,7 @@ def _replay_runs(
     for run in runs:
         latency = None
         if model is not None:
-            summary = finite_or_null(segments(run.outcomes, model).summary())
+            summary = finite_or_null(run.latency(model).summary())
             latency = LatencyFigures(**{name: summary[name] for name in (*PERCENTILES, "max")})
         results[run.algorithm] = ReplayRun(
             avg_consumers=run.avg_consumers,

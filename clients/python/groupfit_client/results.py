@@ -100,7 +100,7 @@ class Assignment(_HoldsAssignment):
     assignment: dict[str, list[TopicPartition]]
     consumers: list[ConsumerLoad]
     moves: list[Move]
-    delta: Delta
+    delta: Delta | None  # None when asked for without it (delta="none")
     rscore: float
     consumer_count: int
     lower_bound: int
