@@ -62,7 +62,8 @@ async def assign(
     fields = decoded.request
     request.state.group, request.state.algorithm = fields.group, fields.algorithm  # for the log
     grant.check(fields.group, write=bool(fields.group) and not fields.dry_run)
-    return json_response(await assigner.assign(decoded, idempotency_key, client_gone(request)))
+    tenants = grant.tenants(fields.group)
+    return json_response(await assigner.assign(decoded, idempotency_key, client_gone(request), tenants))
 
 
 async def _decode(body: bytes, limits: Limits, dense: bool, keyed: bool) -> AssignInput:

@@ -65,9 +65,10 @@ def endpoint(
     scope: str | None = "read",
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A route on `router` with the parts every one declares: its operation id and tag (names in generated
-    clients), its documented answers, the token scope it needs (OpenAPI 3.1 roles of the bearer scheme: `read`
-    is any token, `write` a token with write; None for the open probes), and the raw Response class (bodies are
-    encoded by the codec, not by FastAPI)."""
+        clients), its documented answers, the token scope it needs (OpenAPI 3.1 roles of the bearer scheme; None for
+        the open probes), and the raw Response class (bodies are
+        encoded by the codec, not by FastAPI). The roles: `read` any token, `write` a token with write, `all-groups` a
+    token without a `groups` list, `cluster` one with write and without a `groups` list."""
     extra = dict(body or {})
     if scope is not None:
         extra["security"] = [{"bearer": [scope]}]

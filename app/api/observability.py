@@ -3,6 +3,7 @@ Starlette's BaseHTTPMiddleware would cost more than a 1 000-partition assignment
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -14,6 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from app.codec.wire import error_body
+from app.core.errors import GroupfitError
+from app.service.compute import compute_failed, is_panic
 
 if TYPE_CHECKING:
     from app.codec.assign_input import Computed
@@ -57,6 +62,10 @@ SECONDS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2
 """Buckets of a duration: an assignment's computation; a request's from the second (a millisecond) on."""
 MOVES = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 20000)
 """Buckets of the partitions one rebalance moves."""
+LAG = (0.001, 0.002, 0.005, 0.01, 0.015, 0.02, 0.03, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
+"""Buckets of the event loop's lag (no request should keep it busy for more than 20 ms)."""
+LOOP_PROBE_S = 0.005
+"""How often the event loop's lag is measured."""
 
 
 class Metrics:
@@ -83,6 +92,13 @@ class Metrics:
         )
         self.store_errors = self._counter(
             "groupfit_store_errors", "requests Redis did not serve (timeout, refused), by error", ("reason",)
+        )
+        self.loop_lag = self._histogram(
+            "groupfit_event_loop_lag_seconds",
+            f"how late the event loop ran a timer due every {LOOP_PROBE_S * 1000:g} ms: the longest a callback (a "
+            "request's work on the loop) kept it busy, less at most that interval",
+            (),
+            LAG,
         )
         self.groups = GroupSeries(self.registry, max_groups)
         self._group_gauges()
@@ -120,6 +136,15 @@ class Metrics:
             "groupfit_group_rates_updated_timestamp_seconds",
             "when this process last stored the group's rates (Unix time)",
         )
+
+    async def watch_loop(self) -> None:
+        """Measures the event loop's lag until cancelled: a timer due every LOOP_PROBE_S runs late by as long as
+        the callback before it kept the loop busy (less at most LOOP_PROBE_S)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            due = loop.time() + LOOP_PROBE_S
+            await asyncio.sleep(LOOP_PROBE_S)
+            self.loop_lag.observe(max(0.0, loop.time() - due))
 
     def computed(self, algorithm: str, seconds: float) -> None:
         self.compute.labels(algorithm).observe(seconds)
@@ -199,6 +224,11 @@ class ObservabilityMiddleware:
 
         try:
             await self.app(scope, receive, send_with_id)
+        except BaseException as exc:
+            if not is_panic(exc) or status != 500:  # (500: no answer started yet)
+                raise
+            log.error("a panic of the compiled core", exc_info=exc, extra={"fields": {"request_id": request_id}})
+            await _answer(send_with_id, compute_failed(f"a panic of the compiled core: {exc}"))
         finally:
             elapsed = time.perf_counter() - start
             route = getattr(scope.get("route"), "path", "unmatched")
@@ -234,6 +264,20 @@ def _request_fields(scope: dict, error_code: str | None) -> dict[str, Any]:
         "error_code": error_code,
     }
     return {key: value for key, value in fields.items() if value is not None}
+
+
+async def _answer(send: Any, error: GroupfitError) -> None:
+    """An error answered by the middleware itself (what escaped the app's handlers: a panic)."""
+    from app.api.errors import STATUS
+
+    await send(
+        {
+            "type": "http.response.start",
+            "status": STATUS[error.code],
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": error_body(error)})
 
 
 def _error_code(body: bytes) -> str | None:

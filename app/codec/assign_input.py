@@ -15,7 +15,7 @@ import hashlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 from pydantic import BaseModel
@@ -29,8 +29,8 @@ from app.codec.assign import (
     previous_of,
     problem_of,
 )
-from app.codec.groups import HISTORY_MOVES
-from app.codec.wire import PartitionRate, check_unique_keys, convert, decode, encode, keys_of, wired
+from app.codec.groups import HISTORY_MOVES, RatesDocument
+from app.codec.wire import INLINE_BYTES, PartitionRate, check_unique_keys, decode, encode, keys_of, wired
 from app.core import native
 from app.core.algorithm import Algorithm, algorithms, get_algorithm
 from app.core.assign import Outcome, record, solve
@@ -44,8 +44,18 @@ if TYPE_CHECKING:
 
 StoredAssignment = dict[str, list[PartitionKey]]
 """A group's stored assignment: consumer → its partitions."""
-StoredRates = Mapping[str, Any]
-"""A group's stored rates, as PUT /v1/groups/{group}/rates stored them (`partitions`, `window_end`, ...)."""
+_STORED_ASSIGNMENT = msgspec.json.Decoder(StoredAssignment)
+_STORED_RATES = msgspec.json.Decoder(RatesDocument)
+
+
+def stored_assignment(raw: bytes) -> StoredAssignment:
+    """A group's assignment as the store keeps it (JSON of consumer → [[topic, partition], ...])."""
+    return _STORED_ASSIGNMENT.decode(raw)
+
+
+def stored_rates(raw: bytes) -> RatesDocument:
+    """A group's latest rates as the store keeps them (PUT /v1/groups/{group}/rates checked them)."""
+    return _STORED_RATES.decode(raw)
 
 
 class Limits(msgspec.Struct, frozen=True, kw_only=True):
@@ -127,12 +137,10 @@ class AssignInput(Protocol):
         """Whether it names no partitions: its group's stored rates stand for them."""
         ...
 
-    def completed(
-        self, previous: StoredAssignment | None, capacity: float | None, rates: StoredRates | None
-    ) -> Computation:
-        """With what its group has stored (None: nothing, or no group): the previous assignment where the
-        request gives none, the capacity where it gives none, and the rates document (PUT .../rates) where it
-        names no partitions."""
+    def completed(self, previous: bytes | None, capacity: float | None, rates: bytes | None) -> Computation:
+        """With what its group has stored (None: nothing, or no group), as stored (JSON): the previous assignment
+        where the request gives none, the capacity where it gives none, and the rates document (PUT .../rates)
+        where it names no partitions. What is larger than INLINE_BYTES is decoded where it is computed."""
         ...
 
 
@@ -181,10 +189,12 @@ class CompiledInput:
     fingerprint = ""  # a request with an Idempotency-Key is read the reference's way
     needs_rates = False  # the compiled reader takes only a request that lists its partitions
 
-    def completed(
-        self, previous: StoredAssignment | None, capacity: float | None, rates: StoredRates | None
-    ) -> Computation:
-        if previous is not None and not self.bulk.has_previous and not self.bulk.set_previous(previous):
+    def completed(self, previous: bytes | None, capacity: float | None, rates: bytes | None) -> Computation:
+        if (
+            previous is not None
+            and not self.bulk.has_previous
+            and not self.bulk.set_previous(stored_assignment(previous))
+        ):
             # no key is twice in the body: the compiled reader checked it
             reference = ReferenceInput.of(decode(_REQUEST, self.body, unique_keys=False), False, False)
             return reference.completed(previous, capacity, rates)
@@ -252,26 +262,30 @@ class ReferenceInput(msgspec.Struct, frozen=True):
     def needs_rates(self) -> bool:
         return self.request.partitions is None
 
-    def completed(
-        self, previous: StoredAssignment | None, capacity: float | None, rates: StoredRates | None
-    ) -> Computation:
+    def completed(self, previous: bytes | None, capacity: float | None, rates: bytes | None) -> Computation:
         request = self.request
         capacity = capacity_of(request, capacity)
-        partitions = request.partitions if request.partitions is not None else _stored_partitions(request, rates)
+        partitions: list[PartitionRate] = []
+        if request.partitions is not None:
+            partitions, rates = list(request.partitions), None
+        else:
+            rates = _stored_rates_of(request, rates)
+            if len(rates) <= INLINE_BYTES:
+                partitions, rates = stored_rates(rates).partitions, None
         given = previous_of(request)
+        if given is not None:
+            previous = None
+        elif previous is not None and len(previous) <= INLINE_BYTES:
+            given, previous = stored_assignment(previous), None
         # the partitions and previous assignment travel once, beside the request
         lean = msgspec.structs.replace(request, partitions=None, previous=None)
         return ReferenceComputation(
-            lean,
-            list(partitions),
-            given if given is not None else (previous or {}),
-            capacity,
-            self.dense,
-            self.unchecked,
+            lean, partitions, given or {}, capacity, self.dense, self.unchecked, previous or b"", rates or b""
         )
 
 
-def _stored_partitions(request: AssignRequest, rates: StoredRates | None) -> list[PartitionRate]:
+def _stored_rates_of(request: AssignRequest, rates: bytes | None) -> bytes:
+    """The group's stored rates, for a request that names no partitions."""
     group = request.group
     if not group:
         raise AssignmentError(
@@ -283,7 +297,7 @@ def _stored_partitions(request: AssignRequest, rates: StoredRates | None) -> lis
             ErrorCode.NO_RATES,
             f"group {group!r} has no stored rates; send 'partitions' or PUT /v1/groups/{group}/rates first.",
         )
-    return convert(rates["partitions"], list[PartitionRate])
+    return rates
 
 
 class ReferenceComputation(msgspec.Struct, array_like=True):
@@ -295,8 +309,14 @@ class ReferenceComputation(msgspec.Struct, array_like=True):
     capacity: float
     dense: bool = False
     unchecked: bytes = b""
+    stored_previous: bytes = b""
+    """The group's stored assignment, as stored, where it is larger than INLINE_BYTES: decoded by compute()."""
+    stored_rates: bytes = b""
+    """The group's stored rates, as stored, where they are larger than INLINE_BYTES: decoded by compute()."""
 
     def inline(self, limits: Limits) -> bool:
+        if self.stored_previous or self.stored_rates:
+            return False
         size = len(self.partitions) + len(self.request.members or ()) + sum(map(len, self.previous.values()))
         cheap = self.request.assignment is not None or get_algorithm(self.request.algorithm).cheap  # given: O(n)
         return cheap and size <= limits.inline_partitions
@@ -307,8 +327,10 @@ class ReferenceComputation(msgspec.Struct, array_like=True):
     def compute(self, limits: Limits) -> Computed:
         if self.unchecked:
             check_unique_keys(self.unchecked)
+        partitions = stored_rates(self.stored_rates).partitions if self.stored_rates else self.partitions
+        previous = stored_assignment(self.stored_previous) if self.stored_previous else self.previous
         outcome, answer, seconds = reference_answer(
-            self.request, self.partitions, self.previous, self.capacity, self.dense, limits
+            self.request, partitions, previous, self.capacity, self.dense, limits
         )
         answer.group = self.request.group
         keys = outcome.problem.keys

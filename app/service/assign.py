@@ -3,7 +3,6 @@ next version by compare-and-set, with its history entry and idempotency record."
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 import msgspec
@@ -13,12 +12,9 @@ from app.codec.assign_input import AssignInput, AssignJob, Computation, Computed
 from app.core.algorithm import get_algorithm
 from app.core.errors import AssignmentError, ErrorCode
 from app.service.clock import now
-from app.service.compute import ComputePool
+from app.service.compute import ComputePool, Gone
 from app.settings import Settings
 from app.store.groups import GroupStore, Replay, StoredGroup
-
-Gone = Callable[[], Awaitable[object]]
-"""Returns when the client has gone away (its computation is then stopped)."""
 
 
 class Observer(Protocol):
@@ -40,9 +36,16 @@ class AssignService:
         self.pool = pool
         self.observer = observer
 
-    async def assign(self, decoded: AssignInput, idempotency_key: str | None = None, gone: Gone | None = None) -> bytes:
+    async def assign(
+        self,
+        decoded: AssignInput,
+        idempotency_key: str | None = None,
+        gone: Gone | None = None,
+        tenants: tuple[str, ...] = (),
+    ) -> bytes:
         """The answer as JSON: computed, and stored as the group's next version when a group is named (not on
-        a dry run). A retry with the same Idempotency-Key and request gets the first answer again."""
+        a dry run). A retry with the same Idempotency-Key and request gets the first answer again. The group's
+        stored assignment and rates are read as stored (bytes) and decoded where the request is computed."""
         request, store = decoded.request, self.store
         group = request.group
         get_algorithm(request.algorithm)  # an unknown name fails here, before any wait for a worker
@@ -51,11 +54,11 @@ class AssignService:
             if replay is not None:
                 return _replayed(replay, decoded.fingerprint)
         stored = await store.get(group) if group else None
-        rates = await store.get_rates(group) if group and decoded.needs_rates else None
+        rates = await store.get_rates_json(group) if group and decoded.needs_rates else None
         computation = decoded.completed(
-            stored.assignment if stored else None, stored.capacity if stored else None, rates
+            stored.assignment_json if stored else None, stored.capacity if stored else None, rates
         )
-        computed = await self.compute(computation, gone)
+        computed = await self.compute(computation, gone, tenants)
         if self.observer is not None:
             self.observer.computed(computed.algorithm, computed.seconds)
         if not group or request.dry_run:
@@ -64,16 +67,19 @@ class AssignService:
             return computed.answer
         return await self._store_version(decoded, group, stored, computed, idempotency_key)
 
-    async def compute(self, computation: Computation, gone: Gone | None = None) -> Computed:
-        """On the event loop when it is small and cheap, else off it: in a compute worker, or on one of the
-        pool's threads when it runs in this process (the compiled core, the GIL released)."""
+    async def compute(
+        self, computation: Computation, gone: Gone | None = None, tenants: tuple[str, ...] = ()
+    ) -> Computed:
+        """On the event loop when it is small and cheap, else off it, admitted for `tenants`: in a compute worker,
+        or on one of the pool's threads when it runs in this process (the compiled core, the GIL released)."""
         if computation.inline(self.limits):
             return computation.compute(self.limits)
-        offloaded = computation.offload()
-        if offloaded is None:
-            return await self.pool.run_in_thread(computation.compute, self.limits)
-        job = msgspec.msgpack.encode(AssignJob(offloaded, self.limits))
-        return _COMPUTED.decode(await self.pool.run(assign_job, job, gone))
+        async with self.pool.admit(tenants) as ticket:
+            offloaded = computation.offload()
+            if offloaded is None:
+                return await self.pool.run_in_thread(computation.compute, self.limits, ticket=ticket)
+            job = msgspec.msgpack.encode(AssignJob(offloaded, self.limits))
+            return _COMPUTED.decode(await self.pool.run(assign_job, job, gone, ticket))
 
     async def _store_version(
         self,
@@ -105,6 +111,7 @@ class AssignService:
                 "moves": computed.top_moves,
             },
             Replay(idempotency_key, fingerprint, computed.answer) if idempotency_key else None,
+            new=stored is None,
         )
         if write.replay is not None:  # a concurrent request with the same Idempotency-Key was stored first
             return _replayed(write.replay, fingerprint)
