@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Header, Query, Request
@@ -12,16 +11,8 @@ from app.api import examples
 from app.api.auth import Authenticated
 from app.api.dependencies import AssignServiceDep
 from app.api.endpoints import answers, client_gone, endpoint, json_response, read_body, request_body
-from app.codec.assign_input import AssignInput, Limits, decode_assign
 
 router = APIRouter()
-
-UNIQUE_KEYS_INLINE_BYTES = 64 * 1024
-"""Bodies up to this size are checked for duplicate keys on the event loop; larger ones where they are computed."""
-
-READ_INLINE_BYTES = 1024 * 1024
-"""Bodies up to this size are read on the event loop (~2 ms at most by the compiled reader); larger ones on a
-thread."""
 
 
 @endpoint(
@@ -58,19 +49,10 @@ async def assign(
         Header(max_length=200, description="a retry with the same key and body gets the same answer"),
     ] = None,
 ) -> Response:
-    decoded = await _decode(await read_body(request), assigner.limits, delta == "dense", bool(idempotency_key))
+    body = await read_body(request)
+    decoded = await assigner.decode(body, delta == "dense", bool(idempotency_key), grant.tenants())
     fields = decoded.request
     request.state.group, request.state.algorithm = fields.group, fields.algorithm  # for the log
     grant.check(fields.group, write=bool(fields.group) and not fields.dry_run)
     tenants = grant.tenants(fields.group)
     return json_response(await assigner.assign(decoded, idempotency_key, client_gone(request), tenants))
-
-
-async def _decode(body: bytes, limits: Limits, dense: bool, keyed: bool) -> AssignInput:
-    """A large body is read on a thread (the compiled reader releases the GIL, so the event loop goes on
-    meanwhile), a small one here (a thread hop costs more than reading it); a large body's duplicate-key
-    check (as costly as its decoding) is left to where it is computed."""
-    unique_keys = len(body) <= UNIQUE_KEYS_INLINE_BYTES
-    if len(body) > READ_INLINE_BYTES:
-        return await asyncio.to_thread(decode_assign, body, limits, dense, keyed, unique_keys)
-    return decode_assign(body, limits, dense, keyed, unique_keys)

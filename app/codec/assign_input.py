@@ -30,7 +30,7 @@ from app.codec.assign import (
     problem_of,
 )
 from app.codec.groups import HISTORY_MOVES, RatesDocument
-from app.codec.wire import INLINE_BYTES, PartitionRate, check_unique_keys, decode, encode, keys_of, wired
+from app.codec.wire import INLINE_BYTES, PartitionRate, decode, encode, keys_of, wired
 from app.core import native
 from app.core.algorithm import Algorithm, algorithms, get_algorithm
 from app.core.assign import Outcome, record, solve
@@ -111,7 +111,7 @@ class Computation(Protocol):
         """Whether it is small and cheap enough for the event loop (a worker round trip would cost more)."""
         ...
 
-    def offload(self) -> ReferenceComputation | None:
+    def offload(self) -> ReferenceComputation | DeferredComputation | None:
         """What a compute worker computes of it (sent as MessagePack), or None: computed on a thread of this
         process (the compiled core releases the GIL, and its arrays do not leave the process)."""
         ...
@@ -147,26 +147,62 @@ class AssignInput(Protocol):
 _REQUEST = msgspec.json.Decoder(AssignRequest)
 
 
-def decode_assign(
-    body: bytes, limits: Limits, dense: bool = False, keyed: bool = False, unique_keys: bool = True
-) -> AssignInput:
-    """The request, read by the compiled core where it computes (`limits.native`), writes the answer (a sparse
-    delta, not `dense`) and no Idempotency-Key (`keyed`) needs the decoded request's fingerprint, and where it
-    takes the body and runs the algorithm; else msgspec decodes the whole body, and says what is wrong with it.
-    `unique_keys=False` leaves a body's duplicate-key check to its computation (as costly as the decoding)."""
-    if limits.native and not dense and not keyed:
-        split = native.parse_assign(body)
-        if split is not None:
-            rest, bulk = split
-            try:  # the compiled reader found no key twice in any object
-                request = _REQUEST.decode(rest)
-            except (msgspec.ValidationError, msgspec.DecodeError):
-                pass  # the whole body's decoding says what is wrong, as it would have said it
-            else:
-                algorithm = algorithms().get(request.algorithm)
-                if algorithm is not None and algorithm.compiled and request.assignment is None:
-                    return CompiledInput(request, bulk, body)
-    return ReferenceInput.of(decode(_REQUEST, body, unique_keys), dense, keyed, b"" if unique_keys else body)
+def decode_assign(body: bytes, limits: Limits, dense: bool = False, keyed: bool = False) -> AssignInput:
+    """The request, read by the compiled core where it takes it (`compiled_input`); else msgspec decodes the whole
+    body, and says what is wrong with it."""
+    compiled = compiled_input(body, limits, dense, keyed)
+    if compiled is not None:
+        return compiled
+    return ReferenceInput.of(decode(_REQUEST, body), dense, keyed)
+
+
+def compiled_input(body: bytes, limits: Limits, dense: bool = False, keyed: bool = False) -> CompiledInput | None:
+    """The request read by the compiled core (the GIL released), where it computes (`limits.native`), writes the
+    answer (a sparse delta, not `dense`) and no Idempotency-Key (`keyed`) needs the decoded request's fingerprint,
+    and where it takes the body and runs the algorithm; else None."""
+    if not limits.native or dense or keyed:
+        return None
+    split = native.parse_assign(body)
+    if split is None:
+        return None
+    rest, bulk = split
+    try:  # the compiled reader found no key twice in any object
+        request = _REQUEST.decode(rest)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None  # the whole body's decoding says what is wrong, as it would have said it
+    algorithm = algorithms().get(request.algorithm)
+    if algorithm is None or not algorithm.compiled or request.assignment is not None:
+        return None
+    return CompiledInput(request, bulk, body)
+
+
+class EncodedInput(msgspec.Struct, frozen=True):
+    """A large body decoded by a compute worker (`encoded_input`): on the server only what it needs of the
+    request (its group, algorithm, dry_run and expected_version: `request` has no partitions, previous
+    assignment, members, parameters or given assignment), the rest as MessagePack, decoded where it is computed.
+    The server moves its bytes and never holds its partitions."""
+
+    request: AssignRequest
+    fingerprint: str
+    needs_rates: bool
+    encoded: bytes
+    """The ReferenceInput, as MessagePack."""
+
+    def completed(self, previous: bytes | None, capacity: float | None, rates: bytes | None) -> Computation:
+        return DeferredComputation(self.encoded, previous, capacity, rates)
+
+
+def encoded_input(body: bytes, dense: bool, keyed: bool) -> EncodedInput:
+    """The worker's side of EncodedInput: the body decoded (and checked) the reference's way."""
+    reference = ReferenceInput.of(decode(_REQUEST, body), dense, keyed)
+    request = reference.request
+    head = AssignRequest(
+        algorithm=request.algorithm,
+        group=request.group,
+        expected_version=request.expected_version,
+        dry_run=request.dry_run,
+    )
+    return EncodedInput(head, reference.fingerprint, reference.needs_rates, msgspec.msgpack.encode(reference))
 
 
 def answer(body: bytes, limits: Limits, dense: bool = False) -> bytes:
@@ -195,10 +231,15 @@ class CompiledInput:
             and not self.bulk.has_previous
             and not self.bulk.set_previous(stored_assignment(previous))
         ):
-            # no key is twice in the body: the compiled reader checked it
-            reference = ReferenceInput.of(decode(_REQUEST, self.body, unique_keys=False), False, False)
-            return reference.completed(previous, capacity, rates)
+            if len(self.body) > INLINE_BYTES:  # read again where it is computed
+                return DeferredComputation(b"", previous, capacity, rates, self.body)
+            return _read_again(self.body).completed(previous, capacity, rates)
         return CompiledComputation(self.request, self.bulk, capacity_of(self.request, capacity))
+
+
+def _read_again(body: bytes) -> ReferenceInput:
+    """A body the compiled reader took (no key is twice in it: it checked), read the reference's way."""
+    return ReferenceInput.of(decode(_REQUEST, body, unique_keys=False), False, False)
 
 
 @dataclass(frozen=True)
@@ -248,15 +289,13 @@ class ReferenceInput(msgspec.Struct, frozen=True):
     request: AssignRequest
     dense: bool
     fingerprint: str
-    unchecked: bytes
-    """The body as sent when its duplicate keys are yet to be checked (a large one: where it is computed)."""
 
     @classmethod
-    def of(cls, request: AssignRequest, dense: bool, keyed: bool, unchecked: bytes = b"") -> ReferenceInput:
+    def of(cls, request: AssignRequest, dense: bool, keyed: bool) -> ReferenceInput:
         fingerprint = ""  # only computed when the answer is stored with its key
         if keyed and request.group:
             fingerprint = hashlib.sha256(encode(request) + (b"dense" if dense else b"sparse")).hexdigest()
-        return cls(request, dense, fingerprint, unchecked)
+        return cls(request, dense, fingerprint)
 
     @property
     def needs_rates(self) -> bool:
@@ -279,9 +318,7 @@ class ReferenceInput(msgspec.Struct, frozen=True):
             given, previous = stored_assignment(previous), None
         # the partitions and previous assignment travel once, beside the request
         lean = msgspec.structs.replace(request, partitions=None, previous=None)
-        return ReferenceComputation(
-            lean, partitions, given or {}, capacity, self.dense, self.unchecked, previous or b"", rates or b""
-        )
+        return ReferenceComputation(lean, partitions, given or {}, capacity, self.dense, previous or b"", rates or b"")
 
 
 def _stored_rates_of(request: AssignRequest, rates: bytes | None) -> bytes:
@@ -300,7 +337,29 @@ def _stored_rates_of(request: AssignRequest, rates: bytes | None) -> bytes:
     return rates
 
 
-class ReferenceComputation(msgspec.Struct, array_like=True):
+class DeferredComputation(msgspec.Struct, array_like=True, tag=True):
+    """A large request completed with its group's stored state, as stored, all of it decoded in the worker: an
+    EncodedInput (`encoded`), or a body the compiled reader took but whose group's stored consumer ids it cannot
+    rank (`body`, read again the reference's way)."""
+
+    encoded: bytes
+    previous: bytes | None
+    capacity: float | None
+    rates: bytes | None
+    body: bytes = b""
+
+    def inline(self, limits: Limits) -> bool:
+        return False
+
+    def offload(self) -> DeferredComputation:
+        return self
+
+    def compute(self, limits: Limits) -> Computed:
+        reference = _REFERENCE_INPUT.decode(self.encoded) if self.encoded else _read_again(self.body)
+        return reference.completed(self.previous, self.capacity, self.rates).compute(limits)
+
+
+class ReferenceComputation(msgspec.Struct, array_like=True, tag=True):
     """Everything the reference's computation needs: what a compute worker is sent, as MessagePack."""
 
     request: AssignRequest
@@ -308,7 +367,6 @@ class ReferenceComputation(msgspec.Struct, array_like=True):
     previous: dict[str, list[tuple[str, int]]]
     capacity: float
     dense: bool = False
-    unchecked: bytes = b""
     stored_previous: bytes = b""
     """The group's stored assignment, as stored, where it is larger than INLINE_BYTES: decoded by compute()."""
     stored_rates: bytes = b""
@@ -325,8 +383,6 @@ class ReferenceComputation(msgspec.Struct, array_like=True):
         return self
 
     def compute(self, limits: Limits) -> Computed:
-        if self.unchecked:
-            check_unique_keys(self.unchecked)
         partitions = stored_rates(self.stored_rates).partitions if self.stored_rates else self.partitions
         previous = stored_assignment(self.stored_previous) if self.stored_previous else self.previous
         outcome, answer, seconds = reference_answer(
@@ -396,10 +452,13 @@ def _algorithm_of(request: AssignRequest, partitions: int, limits: Limits) -> tu
     return algorithm, params
 
 
+_REFERENCE_INPUT = msgspec.msgpack.Decoder(ReferenceInput)
+
+
 class AssignJob(msgspec.Struct, array_like=True):
     """A computation sent to a compute worker."""
 
-    computation: ReferenceComputation
+    computation: ReferenceComputation | DeferredComputation
     limits: Limits
 
     def run(self) -> Computed:

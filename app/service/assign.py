@@ -3,18 +3,34 @@ next version by compare-and-set, with its history entry and idempotency record."
 
 from __future__ import annotations
 
+import asyncio
 from typing import Protocol
 
 import msgspec
 
 from app.codec.assign import with_version
-from app.codec.assign_input import AssignInput, AssignJob, Computation, Computed, Limits
+from app.codec.assign_input import (
+    AssignInput,
+    AssignJob,
+    Computation,
+    Computed,
+    EncodedInput,
+    Limits,
+    compiled_input,
+    decode_assign,
+    encoded_input,
+)
+from app.codec.wire import INLINE_BYTES
 from app.core.algorithm import get_algorithm
 from app.core.errors import AssignmentError, ErrorCode
 from app.service.clock import now
 from app.service.compute import ComputePool, Gone
 from app.settings import Settings
 from app.store.groups import GroupStore, Replay, StoredGroup
+
+READ_INLINE_BYTES = 1024 * 1024
+"""Bodies up to this size are read on the event loop by the compiled reader (~2 ms at most); larger ones on a
+thread."""
 
 
 class Observer(Protocol):
@@ -66,6 +82,23 @@ class AssignService:
                 self.observer.answered(computed.algorithm, "dry_run" if request.dry_run else "stateless")
             return computed.answer
         return await self._store_version(decoded, group, stored, computed, idempotency_key)
+
+    async def decode(self, body: bytes, dense: bool, keyed: bool, tenants: tuple[str, ...] = ()) -> AssignInput:
+        """A small body is read here (a thread hop costs more than reading it); a larger one by the compiled reader
+        on a thread (it releases the GIL, so the event loop goes on meanwhile) where it takes it, else by a
+        compute worker (admitted: msgspec holds the GIL as long as it decodes), so the server holds none of it."""
+        if len(body) <= INLINE_BYTES:
+            return decode_assign(body, self.limits, dense, keyed)
+        compiled = (
+            compiled_input(body, self.limits, dense, keyed)
+            if len(body) <= READ_INLINE_BYTES
+            else await asyncio.to_thread(compiled_input, body, self.limits, dense, keyed)
+        )
+        if compiled is not None:
+            return compiled
+        job = msgspec.msgpack.encode(DecodeJob(body, dense, keyed))
+        async with self.pool.admit(tenants) as ticket:
+            return _ENCODED.decode(await self.pool.run(decode_job, job, None, ticket))
 
     async def compute(
         self, computation: Computation, gone: Gone | None = None, tenants: tuple[str, ...] = ()
@@ -135,6 +168,24 @@ def _replayed(replay: Replay, fingerprint: str) -> bytes:
             "this Idempotency-Key was used with another request body; use a new key for a new request.",
         )
     return with_version(replay.answer, replay.version)
+
+
+class DecodeJob(msgspec.Struct, array_like=True):
+    """A large body for a compute worker to decode the reference's way."""
+
+    body: bytes
+    dense: bool
+    keyed: bool
+
+
+_DECODE_JOB = msgspec.msgpack.Decoder(DecodeJob)
+_ENCODED = msgspec.msgpack.Decoder(EncodedInput)
+
+
+def decode_job(payload: bytes) -> bytes:
+    """The compute worker's entry: an encoded DecodeJob → the encoded EncodedInput."""
+    job = _DECODE_JOB.decode(payload)
+    return msgspec.msgpack.encode(encoded_input(job.body, job.dense, job.keyed))
 
 
 _JOB = msgspec.msgpack.Decoder(AssignJob)

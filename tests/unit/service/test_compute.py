@@ -112,3 +112,86 @@ async def test_a_wait_cancelled_as_a_worker_is_released_leaves_the_pool_consiste
     with pytest.raises(asyncio.CancelledError):
         await waiting
     assert pool._idle == [worker] and not pool._waiting
+
+
+# issue #27: fair shares, crashes and panics, the memory limit above the worker's own baseline
+
+
+async def test_a_tenant_holds_no_more_than_its_share_and_the_others_get_in():
+    pool = ComputePool(workers=1, queue=3, timeout_s=30, memory_mb=512, tenant_share=0.5)
+    assert (pool.places, pool.share) == (4, 2)
+
+    def refused(*tenants: str) -> dict:
+        with pytest.raises(ComputeUnavailable) as refusal:
+            pool.admit(tenants)
+        assert refusal.value.code is ErrorCode.COMPUTE_BUSY
+        return refusal.value.details
+
+    first, second = pool.admit(("token a", "group 'g'")), pool.admit(("token a",))
+    assert refused("token a")["tenant"] == "token a"
+    third = pool.admit(("token b", "group 'g'"))  # another token still gets in
+    assert refused("token c", "group 'g'")["tenant"] == "group 'g'"  # a group is a tenant too, whatever the token
+    fourth = pool.admit(("token c",))
+    assert "tenant" not in refused("token d")  # the pool is full
+    first.close()
+    first.close()  # (once)
+    again = pool.admit(("token a",))  # a place given back is a place to take
+    for ticket in (second, third, fourth, again):
+        ticket.close()
+    assert pool._admitted == 0 and not pool._held
+
+
+async def test_waiting_tenants_are_served_in_turn_not_first_come_first_served():
+    pool = ComputePool(workers=1, queue=4, timeout_s=30, memory_mb=512)
+    pool._alive = 1  # one worker, busy
+    served: list[str] = []
+
+    async def wait(lane: str) -> None:
+        worker = await pool._checkout(lane)
+        served.append(lane)
+        pool._release(worker)
+
+    waits = [asyncio.ensure_future(wait(lane)) for lane in ("a", "a", "a", "b")]
+    await asyncio.sleep(0)
+    pool._release(object())
+    await asyncio.gather(*waits)
+    assert served == ["a", "b", "a", "a"]  # b's one request waits for one of a's, not for all three
+
+
+async def test_a_worker_killed_while_computing_answers_compute_failed_and_is_replaced(pool):
+    worker = int(await pool.run(pool_jobs.pid, b"0"))
+    with pytest.raises(AssignmentError) as failed:
+        await pool.run(pool_jobs.crash, b"")
+    assert failed.value.code is ErrorCode.COMPUTE_FAILED and "SIGSEGV" in failed.value.message
+    assert await gone_within(worker)
+    assert int(await pool.run(pool_jobs.pid, b"0")) != worker
+
+
+async def test_a_panic_in_the_worker_answers_compute_failed_and_the_worker_is_replaced(pool):
+    worker = int(await pool.run(pool_jobs.pid, b"0"))
+    with pytest.raises(AssignmentError) as failed:
+        await pool.run(pool_jobs.panic, b"index out of bounds")
+    assert failed.value.code is ErrorCode.COMPUTE_FAILED and "index out of bounds" in failed.value.message
+    assert await gone_within(worker)
+
+
+async def test_a_panic_on_a_thread_answers_compute_failed(pool):
+    with pytest.raises(AssignmentError) as failed:
+        await pool.run_in_thread(pool_jobs.panic, b"on a thread")
+    assert failed.value.code is ErrorCode.COMPUTE_FAILED
+
+
+async def test_the_memory_limit_is_the_workers_own_baseline_plus_its_allowance(pool):
+    limit, now = map(int, (await pool.run(pool_jobs.address_space, b"")).split())
+    assert pool.baseline_bytes > 0 and limit == pool.baseline_bytes + (512 << 20)
+    assert now <= limit
+    # what a worker has once started is not counted against its allowance: 400 of the 512 MB fit
+    assert await pool.run(pool_jobs.allocate, b"400") == b"\0"
+
+
+async def test_a_tickets_deadline_covers_what_it_wraps_and_its_place_is_given_back(pool):
+    pool.timeout_s = 0.2
+    with pytest.raises(ComputeUnavailable) as late:
+        async with pool.admit(("token a",)):
+            await asyncio.sleep(5)  # e.g. a store read that hangs
+    assert late.value.code is ErrorCode.COMPUTE_TIMEOUT and pool._admitted == 0 and not pool._held
