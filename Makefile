@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip install --quiet
 
-.PHONY: run test check docs demo demo-check bench fuzz-placement openapi clean browser
+.PHONY: run test check docs demo demo-check bench fuzz fuzz-placement openapi clean browser
 
 # One virtualenv; each target installs what it needs on top (a stamp per set, redone when a pyproject changes).
 $(BIN)/python:
@@ -60,10 +60,14 @@ openapi: $(VENV)/.all
 bench: $(VENV)/.all
 	$(BIN)/python bench/algorithms.py
 
-# The placement fuzz campaign (docs/placement-safety.md): random bodies for FUZZ_SECONDS, a seed from the clock.
+# The fuzz campaigns (bench/fuzz.py): the whole API by its contract, and replica placement
+# (docs/placement-safety.md); FUZZ_SECONDS each, a seed from the clock. The suite in `make test` is deterministic.
 FUZZ_SECONDS ?= 600
+fuzz: $(VENV)/.all
+	$(BIN)/python bench/fuzz.py --target all --seconds $(FUZZ_SECONDS)
+
 fuzz-placement: $(VENV)/.all
-	$(BIN)/python bench/fuzz_placement.py --seconds $(FUZZ_SECONDS)
+	$(BIN)/python bench/fuzz.py --target placement --seconds $(FUZZ_SECONDS)
 
 # The browser tests drive Debian's chromium (Playwright's own builds cannot be downloaded here); needs root.
 browser:

@@ -54,10 +54,9 @@ WORKER_MODULES = (
     "app.service.groups",
     "app.service.operations",
     "app.service.placement",
-    "ortools.sat.python.cp_model",
 )
-"""What a compute worker imports before it serves: the modules of its jobs, and the solver the exact algorithms
-import when they first run (so its start-up is not a request's, and the worker's baseline includes it)."""
+"""What a compute worker imports before it serves: the modules of its jobs (the exact algorithms' solver, OR-Tools,
+is imported by the first job that needs it: about 280 MB of address space within the worker's allowance)."""
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

@@ -457,7 +457,8 @@ def address_space() -> int:
 def _serve(sock: socket.socket, memory_bytes: int) -> None:
     baseline = address_space()
     if memory_bytes:
-        limit = baseline + memory_bytes
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)  # (a limit the server runs under stays one)
+        limit = baseline + memory_bytes if hard == resource.RLIM_INFINITY else min(baseline + memory_bytes, hard)
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     sock.sendall(_LENGTH.pack(baseline))
     jobs: dict[str, Job] = {}

@@ -155,7 +155,7 @@ async def test_a_refused_request_reads_nothing(served, monkeypatch):
 
 
 async def test_one_token_flooding_the_pool_leaves_room_for_another(served):
-    app, client = served  # 1 worker + 1 waiting place; a token may hold one of the two
+    _, client = served  # 1 worker + 1 waiting place; a token may hold one of the two
     first = asyncio.ensure_future(client.post("/v1/evaluate", json=slow_evaluate(), headers=ADMIN))
     await asyncio.sleep(0.5)
     again = await client.post("/v1/evaluate", json=slow_evaluate(), headers=ADMIN)
@@ -212,7 +212,9 @@ async def test_the_stored_history_is_trimmed_by_cells_and_by_bytes_newest_kept(s
         async with client:
             await client.delete(f"/v1/groups/{group}", headers=ADMIN)
             for size in (10, 10, 10, 30):
-                assert (await client.put(f"/v1/groups/{group}/rates", json=rates(size), headers=ADMIN)).status_code == 200
+                assert (
+                    await client.put(f"/v1/groups/{group}/rates", json=rates(size), headers=ADMIN)
+                ).status_code == 200
                 windows = (await client.get(f"/v1/groups/{group}/rates/history", headers=ADMIN)).json()["windows"]
                 kept.setdefault(name, []).append(sum(len(w["partitions"]) for w in windows))
         await app.state.services.store.close()
@@ -251,7 +253,7 @@ async def test_large_rates_are_checked_in_a_worker_and_a_what_if_on_them_compute
 
 
 async def test_rates_stored_while_the_signal_is_computed_make_it_run_once_more_not_once_each(served, monkeypatch):
-    app, client = served
+    app, _ = served
     ops = app.state.services.operations
     calls: list[str] = []
 
@@ -267,8 +269,7 @@ async def test_rates_stored_while_the_signal_is_computed_make_it_run_once_more_n
 # The listing in pages
 
 
-async def test_the_listing_is_paged_by_a_cursor(served, monkeypatch):
-    app, client = served
+async def test_the_listing_is_paged_by_a_cursor(client, monkeypatch):
     names = [f"page-{i}" for i in range(5)]
     for name in names:
         assert (await client.put(f"/v1/groups/{name}/rates", json=rates(1), headers=ADMIN)).status_code == 200
@@ -305,8 +306,12 @@ async def test_a_history_of_the_previous_layout_is_converted_when_first_read(ser
     store = app.state.services.store
     group = f"g-{uuid.uuid4().hex[:6]}"
     legacy = store._key(group, "rates_windows")
-    for i, size in enumerate((3, 2)):
-        window = {"window_end": WINDOW_END, "updated_at": WINDOW_END, "partitions": [["t", p, 1.5, None] for p in range(size)]}
+    for size in (3, 2):
+        window = {
+            "window_end": WINDOW_END,
+            "updated_at": WINDOW_END,
+            "partitions": [["t", p, 1.5, None] for p in range(size)],
+        }
         await store.client.zadd(legacy, {json.dumps(window): 1_764_000_000_000})  # two windows of one millisecond
     history = (await client.get(f"/v1/groups/{group}/rates/history", headers=ADMIN)).json()
     assert [len(w["partitions"]) for w in history["windows"]] in ([3, 2], [2, 3])

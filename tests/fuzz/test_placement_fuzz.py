@@ -2,7 +2,7 @@
 extreme body of placement_bodies.py and SAMPLES random ones through POST /v1/placements in process and through
 `groupfit placement --input -`: never a 5xx, never an exception out of the CLI (a traceback), every refusal a
 known ErrorCode and the same from both, every plan within the request's rules. The long randomized campaign is
-bench/fuzz_placement.py; what it finds becomes a case here."""
+bench/fuzz.py --target placement; what it finds becomes a case here."""
 
 from __future__ import annotations
 
