@@ -24,7 +24,7 @@ from app.codec.wire import INLINE_BYTES
 from app.core.algorithm import get_algorithm
 from app.core.errors import AssignmentError, ErrorCode
 from app.service.clock import now
-from app.service.compute import ComputePool, Gone
+from app.service.compute import ComputePool, Gone, joined
 from app.settings import Settings
 from app.store.groups import GroupStore, Replay, StoredGroup
 
@@ -96,9 +96,8 @@ class AssignService:
         )
         if compiled is not None:
             return compiled
-        job = msgspec.msgpack.encode(DecodeJob(body, dense, keyed))
         async with self.pool.admit(tenants) as ticket:
-            return _ENCODED.decode(await self.pool.run(decode_job, job, None, ticket))
+            return _ENCODED.decode(await self.pool.compute(decode_job, DecodeJob(body, dense, keyed), None, ticket))
 
     async def compute(
         self, computation: Computation, gone: Gone | None = None, tenants: tuple[str, ...] = ()
@@ -111,8 +110,8 @@ class AssignService:
             offloaded = computation.offload()
             if offloaded is None:
                 return await self.pool.run_in_thread(computation.compute, self.limits, ticket=ticket)
-            job = msgspec.msgpack.encode(AssignJob(offloaded, self.limits))
-            return _COMPUTED.decode(await self.pool.run(assign_job, job, gone, ticket))
+            job = AssignJob(offloaded, self.limits)
+            return _COMPUTED.decode(await self.pool.compute(assign_job, job, gone, ticket))
 
     async def _store_version(
         self,
@@ -182,9 +181,9 @@ _DECODE_JOB = msgspec.msgpack.Decoder(DecodeJob)
 _ENCODED = msgspec.msgpack.Decoder(EncodedInput)
 
 
-def decode_job(payload: bytes) -> bytes:
-    """The compute worker's entry: an encoded DecodeJob → the encoded EncodedInput."""
-    job = _DECODE_JOB.decode(payload)
+def decode_job(payload: bytes, *blobs: bytes) -> bytes:
+    """The compute worker's entry: a DecodeJob → the encoded EncodedInput."""
+    job = joined(_DECODE_JOB, payload, blobs)
     return msgspec.msgpack.encode(encoded_input(job.body, job.dense, job.keyed))
 
 
@@ -192,6 +191,6 @@ _JOB = msgspec.msgpack.Decoder(AssignJob)
 _COMPUTED = msgspec.msgpack.Decoder(Computed)
 
 
-def assign_job(payload: bytes) -> bytes:
-    """The compute worker's entry: an encoded AssignJob → an encoded Computed."""
-    return msgspec.msgpack.encode(_JOB.decode(payload).run())
+def assign_job(payload: bytes, *blobs: bytes) -> bytes:
+    """The compute worker's entry: an AssignJob → an encoded Computed."""
+    return msgspec.msgpack.encode(joined(_JOB, payload, blobs).run())

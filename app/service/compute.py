@@ -20,7 +20,9 @@ event loop (health checks, small assignments, Redis round trips) never waits on 
   worker is replaced.
 
 A job is a module-level function from bytes to bytes (named by module and name, so only bytes cross the
-socket); an AssignmentError it raises (bad input) is raised again here, with its code; a refusal of the pool
+socket): a small payload (MessagePack) and large blobs beside it (a body, stored values), which the server
+writes a slice at a time without copying them into the payload, and a result the server reads a slice at a
+time. An AssignmentError it raises (bad input) is raised again here, with its code; a refusal of the pool
 itself is a ComputeUnavailable (compute_busy, compute_timeout).
 """
 
@@ -45,11 +47,14 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
+import msgspec
+
 from app.core.errors import AssignmentError, ComputeUnavailable, ErrorCode
 
 log = logging.getLogger("groupfit")
 
-Job = Callable[[bytes], bytes]
+Job = Callable[..., bytes]
+"""A job: (payload, *blobs) → bytes."""
 Gone = Callable[[], Awaitable[object]]
 """Returns when the client has gone away (its computation is then stopped)."""
 ReadBody = Callable[[], Awaitable[bytes]]
@@ -57,6 +62,9 @@ ReadBody = Callable[[], Awaitable[bytes]]
 T = TypeVar("T")
 
 _LENGTH = struct.Struct("!Q")
+CHUNK = 1 << 20
+"""Large payloads and results cross the worker's socket a slice of this size at a time (the event loop copies at
+most this much at once, and waits for the socket in between)."""
 _OK, _REFUSED, _OUT_OF_MEMORY, _FAILED, _PANICKED = range(5)
 NICE = 10
 """Workers run at a lower CPU priority than the server (weight 110 against 1024), so on cores they fill the
@@ -80,6 +88,58 @@ def compute_failed(what: str) -> AssignmentError:
         "request or another algorithm, and report it if it happens again (it is logged).",
         {"failure": what},
     )
+
+
+S = TypeVar("S", bound=msgspec.Struct)
+Path = tuple[str, ...]
+
+
+def parted(job: msgspec.Struct) -> tuple[bytes, list[bytes]]:
+    """A job's Struct as the pool sends it: the payload (MessagePack of the Struct without its bytes, and where
+    they were) and its bytes fields, and lists of bytes, at any depth, as blobs beside it (`joined` puts them
+    back), so a large body or stored value is never copied into the payload."""
+    moved: list[tuple[Path, int]] = []
+    blobs: list[bytes] = []
+    lean = _strip(job, (), moved, blobs)
+    return msgspec.msgpack.encode((msgspec.msgpack.encode(lean), moved)), blobs
+
+
+def joined(decoder: msgspec.msgpack.Decoder[S], payload: bytes, blobs: Sequence[bytes]) -> S:
+    """The job's Struct again, in the worker: `parted` reversed."""
+    lean, moved = msgspec.msgpack.decode(payload, type=tuple[bytes, list[tuple[Path, int]]])
+    job = decoder.decode(lean)
+    at = 0
+    for path, count in moved:
+        value: bytes | list[bytes] = blobs[at] if count < 0 else list(blobs[at : at + count])
+        at += 1 if count < 0 else count
+        job = _put(job, path, value)
+    return job
+
+
+def _strip(value: Any, path: Path, moved: list[tuple[Path, int]], blobs: list[bytes]) -> Any:
+    if isinstance(value, msgspec.Struct):
+        changes = {}
+        for name in value.__struct_fields__:
+            field = getattr(value, name)
+            stripped = _strip(field, (*path, name), moved, blobs)
+            if stripped is not field:
+                changes[name] = stripped
+        return msgspec.structs.replace(value, **changes) if changes else value
+    if isinstance(value, bytes) and value:
+        moved.append((path, -1))
+        blobs.append(value)
+        return b""
+    if isinstance(value, list) and value and all(isinstance(item, bytes) for item in value):
+        moved.append((path, len(value)))
+        blobs.extend(value)
+        return []
+    return value
+
+
+def _put(value: Any, path: Path, blob: bytes | list[bytes]) -> Any:
+    name, *rest = path
+    field = _put(getattr(value, name), tuple(rest), blob) if rest else blob
+    return msgspec.structs.replace(value, **{name: field})
 
 
 class Ticket:
@@ -225,14 +285,41 @@ class ComputePool:
         payload: bytes,
         gone: Gone | None = None,
         ticket: Ticket | None = None,
+        blobs: Sequence[bytes] = (),
     ) -> bytes:
-        """`job(payload)` in a worker, within the ticket's deadline (a ticket of its own when none is given);
-        `gone()` returns when the client has gone away."""
+        """`job(payload, *blobs)` in a worker, within the ticket's deadline (a ticket of its own when none is
+        given); `gone()` returns when the client has gone away. `blobs`: large bytes (a body, stored values)
+        written to the worker as they are, a slice at a time, never copied into the payload."""
+        return b"".join(await self.run_chunked(job, payload, gone, ticket, blobs))
+
+    async def compute(
+        self, job: Job, request: msgspec.Struct, gone: Gone | None = None, ticket: Ticket | None = None
+    ) -> bytes:
+        """`run` with a job's Struct, its bytes sent as blobs (`parted`); the job reads it with `joined`."""
+        payload, blobs = parted(request)
+        return await self.run(job, payload, gone, ticket, blobs)
+
+    async def compute_chunked(
+        self, job: Job, request: msgspec.Struct, gone: Gone | None = None, ticket: Ticket | None = None
+    ) -> list[bytes]:
+        """`compute`, the result in the slices it was read in (an answer passed on as it is)."""
+        payload, blobs = parted(request)
+        return await self.run_chunked(job, payload, gone, ticket, blobs)
+
+    async def run_chunked(
+        self,
+        job: Job,
+        payload: bytes,
+        gone: Gone | None = None,
+        ticket: Ticket | None = None,
+        blobs: Sequence[bytes] = (),
+    ) -> list[bytes]:
+        """`run`, the result in the slices it was read in (an answer passed on as it is, not joined)."""
         if ticket is None:
             async with self.admit() as ticket:
-                return await self.run(job, payload, gone, ticket)
+                return await self.run_chunked(job, payload, gone, ticket, blobs)
         worker = await self._worker_for(ticket)
-        status, value = await self._call(worker, f"{job.__module__}:{job.__name__}", payload, gone)
+        status, value = await self._call(worker, f"{job.__module__}:{job.__name__}", payload, blobs, gone)
         if status == _OK:
             return value
         if status == _REFUSED:
@@ -263,8 +350,10 @@ class ComputePool:
                 self._alive -= 1
                 raise
 
-    async def _call(self, worker: _Worker, name: str, payload: bytes, gone: Gone | None) -> tuple[int, Any]:
-        call = asyncio.ensure_future(worker.call(name, payload))
+    async def _call(
+        self, worker: _Worker, name: str, payload: bytes, blobs: Sequence[bytes], gone: Gone | None
+    ) -> tuple[int, Any]:
+        call = asyncio.ensure_future(worker.call(name, payload, blobs))
         watch = asyncio.ensure_future(gone()) if gone is not None else None
         try:
             await asyncio.wait([call] if watch is None else [call, watch], return_when=asyncio.FIRST_COMPLETED)
@@ -408,12 +497,25 @@ class _Worker:
         self.reader = reader
         self.writer = writer
 
-    async def call(self, name: str, payload: bytes) -> tuple[int, Any]:
-        frame = pickle.dumps((name, payload), protocol=pickle.HIGHEST_PROTOCOL)
-        self.writer.writelines((_LENGTH.pack(len(frame)), frame))
+    async def call(self, name: str, payload: bytes, blobs: Sequence[bytes]) -> tuple[int, Any]:
+        """(status, value): for _OK, the result as the slices it was read in."""
+        head = pickle.dumps((name, payload, [len(blob) for blob in blobs]), protocol=pickle.HIGHEST_PROTOCOL)
+        self.writer.writelines((_LENGTH.pack(len(head)), head))
+        for blob in blobs:
+            view = memoryview(blob)
+            for start in range(0, len(view), CHUNK):
+                self.writer.write(view[start : start + CHUNK])
+                await self.writer.drain()
         await self.writer.drain()
         (length,) = _LENGTH.unpack(await self.reader.readexactly(_LENGTH.size))
-        return pickle.loads(await self.reader.readexactly(length))
+        status, value, size = pickle.loads(await self.reader.readexactly(length))
+        if status != _OK:
+            return status, value
+        chunks = []
+        while size > 0:
+            chunks.append(await self.reader.readexactly(min(CHUNK, size)))
+            size -= len(chunks[-1])
+        return status, chunks
 
     async def ended(self) -> str:
         """How a worker that closed its socket ended: by a signal, or its exit status."""
@@ -465,12 +567,15 @@ def _serve(sock: socket.socket, memory_bytes: int) -> None:
     with sock, sock.makefile("rb") as incoming:
         while header := incoming.read(_LENGTH.size):
             (length,) = _LENGTH.unpack(header)
-            name, payload = pickle.loads(incoming.read(length))
+            name, payload, sizes = pickle.loads(incoming.read(length))
+            blobs = [incoming.read(size) for size in sizes]
+            output = b""
             try:
                 if name not in jobs:
                     module, _, function = name.partition(":")
                     jobs[name] = getattr(importlib.import_module(module), function)
-                result: tuple[int, Any] = (_OK, jobs[name](payload))
+                output = jobs[name](payload, *blobs)
+                result: tuple[int, Any] = (_OK, None)
             except AssignmentError as exc:
                 result = (_REFUSED, (exc.code.value, exc.message, exc.details))
             except MemoryError:
@@ -481,5 +586,7 @@ def _serve(sock: socket.socket, memory_bytes: int) -> None:
                 if not is_panic(exc):
                     raise
                 result = (_PANICKED, f"{type(exc).__name__}: {exc}")
-            frame = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+            del blobs
+            frame = pickle.dumps((*result, len(output)), protocol=pickle.HIGHEST_PROTOCOL)
             sock.sendall(_LENGTH.pack(len(frame)) + frame)
+            sock.sendall(output)

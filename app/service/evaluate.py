@@ -13,7 +13,7 @@ from app.codec.evaluate import EvaluateRequest
 from app.codec.wire import decode, encode
 from app.core.errors import AssignmentError, ErrorCode
 from app.core.model import consumers_implied
-from app.service.compute import ComputePool, Gone, ReadBody
+from app.service.compute import ComputePool, Gone, ReadBody, joined
 from app.settings import Settings
 from app.sim.evaluate import check_names, evaluate_request
 from app.sim.kafka import KD
@@ -82,17 +82,16 @@ class EvaluateService:
     async def evaluate(self, read: ReadBody, tenants: tuple[str, ...], gone: Gone | None = None) -> bytes:
         """The JSON answer to a POST /v1/evaluate body: admitted before the body is read."""
         async with self.pool.admit(tenants) as ticket:
-            job = msgspec.msgpack.encode(EvaluateJob(await read(), self.limits))
-            return await self.pool.run(evaluate_job, job, gone, ticket)
+            return await self.pool.compute(evaluate_job, EvaluateJob(await read(), self.limits), gone, ticket)
 
 
 _JOB = msgspec.msgpack.Decoder(EvaluateJob)
 _REQUEST = msgspec.json.Decoder(EvaluateRequest)
 
 
-def evaluate_job(payload: bytes) -> bytes:
-    """The compute worker's entry: an encoded EvaluateJob → the answer's JSON."""
-    job = _JOB.decode(payload)
+def evaluate_job(payload: bytes, *blobs: bytes) -> bytes:
+    """The compute worker's entry: an EvaluateJob → the answer's JSON."""
+    job = joined(_JOB, payload, blobs)
     request = decode(_REQUEST, job.body)
     check(request, job.limits)
     return encode(evaluate_request(request))

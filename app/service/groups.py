@@ -13,7 +13,7 @@ from app.codec.wire import INLINE_BYTES, convert, decode, encode, keys_of
 from app.core.errors import AssignmentError, ErrorCode
 from app.core.model import validate_partitions
 from app.service.clock import now
-from app.service.compute import ComputePool
+from app.service.compute import ComputePool, joined
 from app.store.groups import GroupStore, RatesJson, StoredGroup
 
 
@@ -59,9 +59,9 @@ def rates_json(job: RatesJob) -> RatesJson:
     return RatesJson.of({"partitions": partitions, "window_end": update.window_end, "updated_at": job.updated_at})
 
 
-def rates_job(payload: bytes) -> bytes:
-    """The compute worker's entry: an encoded RatesJob → the encoded RatesJson."""
-    return msgspec.msgpack.encode(rates_json(_JOB.decode(payload)))
+def rates_job(payload: bytes, *blobs: bytes) -> bytes:
+    """The compute worker's entry: a RatesJob → the encoded RatesJson."""
+    return msgspec.msgpack.encode(rates_json(joined(_JOB, payload, blobs)))
 
 
 class GroupService:
@@ -99,7 +99,7 @@ class GroupService:
             rates = rates_json(job)
         else:
             async with self.pool.admit(tenants) as ticket:
-                rates = _RATES_JSON.decode(await self.pool.run(rates_job, msgspec.msgpack.encode(job), None, ticket))
+                rates = _RATES_JSON.decode(await self.pool.compute(rates_job, job, None, ticket))
         await self.store.put_rates_json(group, rates, time.time_ns() // 1_000_000)
         return RatesAck(group, rates.partition_count, rates.window_end, rates.updated_at)
 

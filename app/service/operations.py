@@ -27,7 +27,7 @@ from app.core.algorithm import get_algorithm
 from app.core.errors import AssignmentError, ErrorCode, GroupfitError
 from app.core.model import within
 from app.service.assign import AssignService
-from app.service.compute import ComputePool, Gone
+from app.service.compute import ComputePool, Gone, joined
 from app.service.groups import stored_group
 from app.settings import Settings
 from app.sim.history import cadence
@@ -156,14 +156,15 @@ class OperationsService:
             )
         return entries
 
-    async def rates_history(self, group: str, limit: int, tenants: tuple[str, ...]) -> bytes:
-        """The answer's JSON: decoded on the event loop when small, else in a compute worker (admitted first)."""
+    async def rates_history(self, group: str, limit: int, tenants: tuple[str, ...]) -> list[bytes]:
+        """The answer's JSON (in slices): decoded on the event loop when small, else in a compute worker (admitted
+        first)."""
         entries = await self._entries(group, limit)
         if sum(entry.bytes for entry in entries) <= INLINE_BYTES:
-            return encode(rates_history(group, await self.store.rates_windows_json(group, entries)))
+            return [encode(rates_history(group, await self.store.rates_windows_json(group, entries)))]
         async with self.pool.admit(tenants) as ticket:
             windows = await self.store.rates_windows_json(group, entries)
-            return await self.pool.run(history_job, msgspec.msgpack.encode(HistoryJob(group, windows)), None, ticket)
+            return await self.pool.compute_chunked(history_job, HistoryJob(group, windows), None, ticket)
 
     async def replay(
         self,
@@ -192,7 +193,7 @@ class OperationsService:
             windows = await self.store.rates_windows_json(group, entries)
             throughput = consumer_throughput or capacity * THROUGHPUT_PER_CAPACITY
             job = ReplayJob(group, windows, capacity, list(algorithms), throughput if latency else None, rebalance_s)
-            return await self.pool.run(replay_job, msgspec.msgpack.encode(job), gone, ticket)
+            return await self.pool.compute(replay_job, job, gone, ticket)
 
     async def rates_stored(self, group: str, tenants: tuple[str, ...] = ()) -> None:
         """After rates are stored: the gauges follow them. A group without an assignment yet has no signal. One
@@ -233,7 +234,7 @@ class OperationsService:
             signal = scale_signal(job)
         else:
             async with self.pool.admit(tenants) as ticket:
-                signal = _SIGNAL.decode(await self.pool.run(scale_job, msgspec.msgpack.encode(job), None, ticket))
+                signal = _SIGNAL.decode(await self.pool.compute(scale_job, job, None, ticket))
         if self.observer is not None:
             self.observer.scaled(group, signal.needed, signal.current, len(signal.overloaded))
         return signal
@@ -255,9 +256,9 @@ _SCALE_JOB = msgspec.msgpack.Decoder(ScaleJob)
 _SIGNAL = msgspec.msgpack.Decoder(ScaleSignal)
 
 
-def scale_job(payload: bytes) -> bytes:
-    """The compute worker's entry: an encoded ScaleJob → the encoded ScaleSignal."""
-    return msgspec.msgpack.encode(scale_signal(_SCALE_JOB.decode(payload)))
+def scale_job(payload: bytes, *blobs: bytes) -> bytes:
+    """The compute worker's entry: a ScaleJob → the encoded ScaleSignal."""
+    return msgspec.msgpack.encode(scale_signal(joined(_SCALE_JOB, payload, blobs)))
 
 
 def scale_signal(job: ScaleJob) -> ScaleSignal:
@@ -321,9 +322,9 @@ class HistoryJob(msgspec.Struct, array_like=True):
 _HISTORY_JOB = msgspec.msgpack.Decoder(HistoryJob)
 
 
-def history_job(payload: bytes) -> bytes:
-    """The compute worker's entry: an encoded HistoryJob → the JSON of GET …/rates/history."""
-    job = _HISTORY_JOB.decode(payload)
+def history_job(payload: bytes, *blobs: bytes) -> bytes:
+    """The compute worker's entry: a HistoryJob → the JSON of GET …/rates/history."""
+    job = joined(_HISTORY_JOB, payload, blobs)
     return encode(rates_history(job.group, job.windows))
 
 
@@ -342,9 +343,9 @@ class ReplayJob(msgspec.Struct, array_like=True):
 _REPLAY_JOB = msgspec.msgpack.Decoder(ReplayJob)
 
 
-def replay_job(payload: bytes) -> bytes:
-    """The compute worker's entry: an encoded ReplayJob → the JSON of GET …/replay."""
-    job = _REPLAY_JOB.decode(payload)
+def replay_job(payload: bytes, *blobs: bytes) -> bytes:
+    """The compute worker's entry: a ReplayJob → the JSON of GET …/replay."""
+    job = joined(_REPLAY_JOB, payload, blobs)
     windows = stored_windows(job.windows)
     ends = [w.window_end for w in windows]
     iteration_s = cadence(ends)

@@ -13,7 +13,7 @@ from app.codec.placement import PlacementRequest, PlacementResponse, answer_of, 
 from app.codec.wire import INLINE_BYTES, decode, encode
 from app.core.errors import AssignmentError, ErrorCode
 from app.core.placement import place
-from app.service.compute import ComputePool, Gone, ReadBody
+from app.service.compute import ComputePool, Gone, ReadBody, joined
 from app.settings import Settings
 
 
@@ -86,9 +86,9 @@ class PlacementJob(msgspec.Struct, array_like=True):
 _JOB = msgspec.msgpack.Decoder(PlacementJob)
 
 
-def placement_job(payload: bytes) -> bytes:
-    """The compute worker's entry: an encoded PlacementJob (the body as sent) → the answer's JSON."""
-    job = _JOB.decode(payload)
+def placement_job(payload: bytes, *blobs: bytes) -> bytes:
+    """The compute worker's entry: a PlacementJob (the body as sent) → the answer's JSON."""
+    job = joined(_JOB, payload, blobs)
     return encode(plan(decode(_REQUEST, job.body), job.limits))
 
 
@@ -105,5 +105,4 @@ class PlacementService:
                 request = decode(_REQUEST, body)
                 if request.solver == "heuristic" and check_size(request, self.limits) <= self.limits.inline_cells:
                     return encode(plan(request, self.limits))
-            job = msgspec.msgpack.encode(PlacementJob(body, self.limits))
-            return await self.pool.run(placement_job, job, gone, ticket)
+            return await self.pool.compute(placement_job, PlacementJob(body, self.limits), gone, ticket)

@@ -223,6 +223,10 @@ class WindowEntry:
     bytes: int
 
 
+SUMMARIES_AT_ONCE = 50
+"""Groups whose summaries one round trip reads: redis-py parses a round trip's replies at once, on the event loop."""
+
+
 class StoreUnavailable(Exception):
     """Redis did not answer in time or refused the connection."""
 
@@ -462,11 +466,13 @@ class GroupStore:
     async def rates_windows_json(self, group: str, entries: list[WindowEntry]) -> list[bytes]:
         """The windows of `entries` as stored (JSON: window_end, updated_at, partitions as [topic, partition,
         rate, lag]), oldest first; one dropped meanwhile (by a newer window) is left out."""
-        if not entries:
-            return []
+        windows = []
         async with unavailable_as_503():
-            windows = await self.client.hmget(self._key(group, "rates_log_windows"), [e.id for e in entries])
-        return [window for window in windows if window is not None]
+            for entry in entries:  # one at a time: a reply of one window, not of them all
+                window = await self.client.hget(self._key(group, "rates_log_windows"), entry.id)
+                if window is not None:
+                    windows.append(window)
+        return windows
 
     async def group_names(self, after: str, count: int) -> list[str]:
         """At most `count` names of the catalog after `after`, in name order (code points: UTF-8 bytes sort
@@ -496,14 +502,22 @@ class GroupStore:
     async def summaries(self, groups: list[str]) -> list[GroupSummaryFields]:
         """What a listing shows of each group, without its assignment or rates (one round trip, and one more for
         the groups stored before the state kept its last consumer count and Rscore)."""
+        replies = []
         async with unavailable_as_503():
-            pipe = self.client.pipeline(transaction=False)
-            for group in groups:
-                pipe.hmget(
-                    self._key(group, "state"), "version", "algorithm", "capacity", "updated_at", "consumers", "rscore"
-                )
-                pipe.hmget(self._key(group, "rates_summary"), "window_end", "updated_at", "partition_count")
-            replies = await pipe.execute()
+            for first in range(0, len(groups), SUMMARIES_AT_ONCE):  # the replies of many at once take long to read
+                pipe = self.client.pipeline(transaction=False)
+                for group in groups[first : first + SUMMARIES_AT_ONCE]:
+                    pipe.hmget(
+                        self._key(group, "state"),
+                        "version",
+                        "algorithm",
+                        "capacity",
+                        "updated_at",
+                        "consumers",
+                        "rscore",
+                    )
+                    pipe.hmget(self._key(group, "rates_summary"), "window_end", "updated_at", "partition_count")
+                replies += await pipe.execute()
             states = replies[0::2]
             older = [i for i, state in enumerate(states) if state[0] and not state[4]]
             if older:

@@ -45,3 +45,8 @@ def address_space(payload: bytes) -> bytes:
     from app.service.compute import address_space as current
 
     return f"{resource.getrlimit(resource.RLIMIT_AS)[0]} {current()}".encode()
+
+
+def echo(payload: bytes, *blobs: bytes) -> bytes:
+    """Its blobs, joined."""
+    return b"".join(blobs)

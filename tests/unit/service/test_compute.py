@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 
+import msgspec
 import pytest
 
 from app.core.errors import AssignmentError, ComputeUnavailable, ErrorCode
-from app.service.compute import ComputePool
+from app.service.compute import ComputePool, joined, parted
 from tests.unit.service import pool_jobs
 
 
@@ -195,3 +196,30 @@ async def test_a_tickets_deadline_covers_what_it_wraps_and_its_place_is_given_ba
         async with pool.admit(("token a",)):
             await asyncio.sleep(5)  # e.g. a store read that hangs
     assert late.value.code is ErrorCode.COMPUTE_TIMEOUT and pool._admitted == 0 and not pool._held
+
+
+class _Inner(msgspec.Struct, array_like=True):
+    body: bytes
+    rates: bytes | None
+    small: int
+
+
+class _Job(msgspec.Struct, array_like=True):
+    inner: _Inner
+    windows: list[bytes]
+    empty: bytes
+    name: str
+
+
+def test_a_jobs_bytes_travel_beside_its_payload_and_come_back_in_place():
+    job = _Job(_Inner(b"x" * 100_000, None, 7), [b"w1", b"w2" * 1000], b"", "g")
+    payload, blobs = parted(job)
+    assert blobs == [b"x" * 100_000, b"w1", b"w2" * 1000] and len(payload) < 200  # never copied into it
+    assert joined(msgspec.msgpack.Decoder(_Job), payload, blobs) == job
+
+
+async def test_large_blobs_and_results_cross_the_socket_whole(pool):
+    blob = bytes(range(256)) * 20_000  # 5 MB: written and read a slice at a time
+    assert await pool.run(pool_jobs.echo, b"", blobs=[blob, b"", b"end"]) == blob + b"end"
+    chunks = await pool.run_chunked(pool_jobs.echo, b"", blobs=[blob])
+    assert len(chunks) == 5 and b"".join(chunks) == blob
