@@ -239,10 +239,12 @@ def evaluate(
     return Call("POST", path("v1", "evaluate"), Answer(Evaluation), json=body, timeout=timeout)
 
 
-def groups(contains: str = "", limit: int = 1000, *, timeout: float | None = None) -> Call[GroupList]:
-    """GET /v1/groups: the stored groups the token may read whose name contains `contains`, in name order, at
-    most `limit` (`truncated` says more matched)."""
-    params: dict[str, str | int | float] = {"contains": contains, "limit": limit}
+def groups(
+    contains: str = "", limit: int = 1000, after: str = "", *, timeout: float | None = None
+) -> Call[GroupList]:
+    """GET /v1/groups: one page of the stored groups the token may read whose name contains `contains`, in name
+    order, at most `limit` (at most 1000) after the cursor `after` (the `next` of the page before; "" first)."""
+    params: dict[str, str | int | float] = {"contains": contains, "limit": limit, "after": after}
     return Call("GET", path("v1", "groups"), Answer(GroupList), params=params, timeout=timeout)
 
 
