@@ -21,6 +21,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("app.sim.commands", "replay a stream through algorithms: consumers, Rscore, CBS, latency"),
     "report": ("app.sim.commands", "the paper's experiments as an HTML report with plots"),
     "demo": ("app.local.demo", "the whole stack on loopback without Docker, with a live view"),
+    "autoscale": (
+        "groupfit_client.autoscaler",
+        "scale a consumer group's processes on its rates and lags (from the broker's offsets)",
+    ),
     "rates-job": ("app.pipeline.commands", "the Spark job that measures partition rates and lags for the service"),
     "spark-kafka-jars": (
         "app.pipeline.commands",

@@ -1,9 +1,10 @@
 """Time the Java assignors add to a rebalance, for 1 000 partitions (8 topics × 125) and 20 members: the classic
 leader's GroupfitAssignor.assign() through a live service (stored rates read, POST /v1/assign) and in fallback
 (service down), beside Kafka's CooperativeStickyAssignor in the same JVM; and how long the broker-side
-GroupfitBrokerAssignor.assign() holds the group coordinator's thread (via the service within its 20 ms bound, in
-fallback, and for a group it does not know yet). p50/p99/max over `--runs` rebalances after as many / 2 to warm up
-the JVM. Builds clients/java with Maven first (offline after the first build).
+GroupfitBrokerAssignor.assign() holds the group coordinator's thread (the Java core on the rates read in the
+background, the answer reported to the service by another thread; the service down from the start; a group it does
+not know yet). p50/p99/max over `--runs` rebalances after as many / 2 to warm up the JVM. Builds clients/java with
+Maven first (offline after the first build). bench/java_assignors.py compares the assignors alone (JMH, three sizes).
 
     .venv/bin/python bench/java_rebalance.py [--url http://127.0.0.1:8000] [--runs 100]
 """

@@ -9,8 +9,12 @@
    the answer's JSON.
 2. `groupfit assign --input` on a 1 000 000-partition request (MWF, previous given), whole process: wall
    time and peak RSS, next to msgspec's decode of the same file into the request type (a fresh process too).
+3. The compiled reader on a request whose `params` object has 10 000 and 100 000 distinct keys (issue #27: its
+   duplicate-key check was quadratic, 13 s at 85 000 keys): it must read the larger in well under a second
+   (asserted).
 
     .venv/bin/python bench/native.py [--sizes 1000,10000,100000,1000000] [--python-limit 1000000] [--cli 1000000]
+                                     [--keys 100000]
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import msgspec  # noqa: E402
+from pydantic import BaseModel  # noqa: E402
 
 from app.cli import tune_gc  # noqa: E402
 from app.codec.assign import AssignRequest, previous_of, problem_of  # noqa: E402
@@ -128,17 +133,33 @@ def in_process(sizes: list[int], python_limit: int, repeat: int) -> None:
 
 def answer_call(body: bytes):
     """A call that writes the answer's JSON of the request's MWF solution (solved here, before the call)."""
-    solution = solve_arrays(body, "mwf", None)()
+    solution = solve_arrays(body, "mwf", get_algorithm("mwf").parse_params(None))()
     return lambda: solution.answer("mwf", 0, b"{}", b"null")
 
 
-def solve_arrays(body: bytes, name: str, params: object):
+def solve_arrays(body: bytes, name: str, params: BaseModel):
     """A call that solves the request's arrays (read here, before the call: only the solve is timed)."""
     split = native.parse_assign(body)
     assert split is not None, "the compiled core declined the request"
     bulk = split[1]
-    options = params.model_dump() if params is not None else {}  # type: ignore[attr-defined]
+    options = params.model_dump()  # every parameter: the compiled core holds no defaults
     return lambda: bulk.solve(name, CAPACITY, options)
+
+
+def many_keys(count: int, repeat: int) -> None:
+    """The compiled reader on `params` objects of count / 10 and `count` distinct keys."""
+    print(
+        f"\ncompiled reader, a request whose params object has many distinct keys: median wall ms / CPU ms of {repeat}"
+    )
+    wall = 0.0
+    for n in (count // 10, count):
+        body = msgspec.json.encode(
+            {"algorithm": "mwf", "capacity": CAPACITY, "partitions": [], "params": {f"key-{i}": i for i in range(n)}}
+        )
+        assert native.parse_assign(body) is not None, "the compiled core declined the request"
+        wall, cpu = median_ms(lambda: native.parse_assign(body), repeat)  # noqa: B023
+        print(f"  {n:>7} keys ({len(body) / 1e6:.2f} MB): {wall:.1f} / {cpu:.1f}")
+    assert wall < 1000, f"{count} keys took {wall:.0f} ms: the duplicate-key check is not linear"
 
 
 PEAK = (
@@ -203,11 +224,14 @@ def main() -> None:
     parser.add_argument("--python-limit", type=int, default=1_000_000, help="largest size the reference runs at")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--cli", type=int, default=1_000_000, help="partitions of the CLI request (0: skip)")
+    parser.add_argument("--keys", type=int, default=100_000, help="distinct keys of the reader's test (0: skip)")
     args = parser.parse_args()
     if not native.AVAILABLE:
         sys.exit("the compiled core is not installed: make .venv/.native")
     tune_gc()  # as `groupfit serve` and the CLI run
     in_process([int(s) for s in args.sizes.split(",") if s], args.python_limit, args.repeat)
+    if args.keys:
+        many_keys(args.keys, args.repeat)
     if args.cli:
         cli(args.cli, 3)
 

@@ -1,9 +1,19 @@
 """groupfit's compiled core (native/src): the types app/core/native.py uses."""
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
+
+class AlgorithmRow(TypedDict):
+    name: str
+    kind: str  # "any-fit", "modified-any-fit", "least-loaded"
+    fit: str | None  # "next", "first", "best", "worst"
+    decreasing: bool | None  # Any Fit: partitions largest first
+    consumer_order: str | None  # Modified Any Fit: "cumulative" or "max"
+    budget: bool  # honours max_rscore / max_moves
+    params: tuple[str, ...]  # every parameter it reads; solve() needs each of them
 
 ALGORITHMS: list[str]
+ALGORITHM_TABLE: list[AlgorithmRow]
 
 class Solution:
     def answer(self, algorithm: str, lower_bound: int, outputs: bytes, group: bytes) -> bytes: ...
@@ -19,6 +29,8 @@ class Bulk:
     def has_previous(self) -> bool: ...
     @property
     def member_count(self) -> int | None: ...
+    @property
+    def member_capacities(self) -> dict[str, float]: ...
     @property
     def work(self) -> int: ...
     def totals(self, rebalance_s: float, plan: bool) -> tuple[float, float, float]: ...

@@ -1,5 +1,5 @@
 """Routes for operators: the groups listing, a group's rates history and its replay through algorithms, and the
-scaling signal (app.service.operations)."""
+scaling decision (app.service.operations, app/core/decision.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from starlette.responses import Response
 from app.api.auth import Authenticated, ReadableGroup
 from app.api.dependencies import OperationsServiceDep
 from app.api.endpoints import answers, client_gone, endpoint, json_response
+from app.codec.operations import scale_query
+from app.core.decision import MIN_GAIN, Guards
 from app.core.errors import AssignmentError, ErrorCode
 from app.service.operations import LISTING_PAGE
 
@@ -89,8 +91,39 @@ async def replay_group(
     "/v1/groups/{group}/scale",
     "get_scale",
     "groups",
-    "The consumers the group needs for its stored rates (its algorithm and capacity) against those it has",
+    "What the group needs for its stored rates: up, down, reass (the same members, reassigned) or none, with why",
     answers("ScaleSignal", 404, 422, 503, 504),
 )
-async def scale(grant: Authenticated, group: ReadableGroup, operations: OperationsServiceDep) -> Response:
-    return json_response(await operations.scale(group, grant.tenants(group)))
+async def scale(
+    grant: Authenticated,
+    group: ReadableGroup,
+    operations: OperationsServiceDep,
+    algorithm: str | None = Query(None, max_length=100, description="default: the group's stored algorithm"),
+    params: str | None = Query(
+        None,
+        max_length=10_000,
+        description='the algorithm\'s parameters, a JSON object, e.g. {"mu": 200, "w_sla": 0.5}',
+    ),
+    member_capacities: str | None = Query(
+        None, max_length=100_000, description='members of their own capacity, a JSON object, e.g. {"c1": 200}'
+    ),
+    f_up: float | None = Query(
+        None, gt=0, le=1, description="up when the algorithm packing into f_up·C needs more consumers (default 1)"
+    ),
+    f_down: float | None = Query(
+        None, gt=0, lt=1, description="down when packing into f_down·C still needs fewer (default 0.7)"
+    ),
+    min_gain: float = Query(
+        MIN_GAIN, ge=0, allow_inf_nan=False, description="excess (in consumers) a reassignment must remove"
+    ),
+    max_rscore: float | None = Query(
+        None, ge=0, allow_inf_nan=False, description="most Rscore a reassignment may spend"
+    ),
+    max_moves: int | None = Query(None, ge=0, description="most partitions a reassignment may move"),
+    min_interval_s: float = Query(
+        0, ge=0, le=86_400, description="no reassignment while the stored assignment is younger than this"
+    ),
+) -> Response:
+    guards = Guards(f_up, f_down, min_gain, max_rscore, max_moves, min_interval_s)
+    query = scale_query(params, member_capacities, algorithm, guards)
+    return json_response(await operations.scale(group, query, grant.tenants(group)))

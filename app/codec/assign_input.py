@@ -4,7 +4,7 @@ its group has stored (`completed` → a `Computation`), and computes it on the e
 worker into the same `Computed`: the answer's JSON and what is stored and observed of it.
 
 - The compiled way: the compiled core reads the partitions, previous assignment and members into arrays
-  (native/src/input.rs), solves them and writes the answer (sparse delta).
+  (native/src/request.rs), solves them and writes the answer (sparse delta).
 - The reference way: msgspec decodes the whole body, `app.core.assign.solve` solves the Problem (by the
   compiled solve adapter where it runs the algorithm, `Limits.native`), and the answer is built by `answer_of`.
 """
@@ -260,7 +260,7 @@ class CompiledComputation:
         history."""
         request = self.request
         stored = bool(request.group) and not request.dry_run
-        algorithm, params = _algorithm_of(request, self.bulk.size, limits)
+        algorithm, params = algorithm_of(request, self.bulk.size, limits)
         started = time.perf_counter()
         solution, lower_bound = native.solve_bulk(
             self.bulk, algorithm.name, self.capacity, params, limits.max_consumers
@@ -416,7 +416,7 @@ def reference_answer(
 ) -> tuple[Outcome, AssignResponse, float]:
     """The reference's way: validate, solve (or take the assignment given), build the answer (and the seconds the
     algorithm took)."""
-    algorithm, params = _algorithm_of(request, len(partitions), limits)
+    algorithm, params = algorithm_of(request, len(partitions), limits)
     problem = problem_of(request, partitions, previous, capacity, limits.max_consumers)
     started = time.perf_counter()
     if request.assignment is not None:
@@ -433,7 +433,7 @@ def reference_answer(
     return outcome, answer_of(outcome, dense), seconds
 
 
-def _algorithm_of(request: AssignRequest, partitions: int, limits: Limits) -> tuple[Algorithm, BaseModel | None]:
+def algorithm_of(request: AssignRequest, partitions: int, limits: Limits) -> tuple[Algorithm, BaseModel | None]:
     """The request's algorithm and parameters, within the service's limits."""
     if partitions > limits.max_partitions:
         raise AssignmentError(

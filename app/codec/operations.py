@@ -1,16 +1,18 @@
 """What an operator reads: the groups listing, a group's rates history replayed through algorithms, and the
-scaling signal."""
+scaling decision with what its caller may set."""
 
 from __future__ import annotations
 
 from itertools import starmap
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from app.codec.evaluate import LatencyFigures
 from app.codec.wire import PartitionRate
+from app.core.decision import Guards
+from app.core.errors import AssignmentError, ErrorCode
 
 
 class GroupSummary(Struct):
@@ -94,13 +96,65 @@ def rates_history(group: str, windows: list[bytes]) -> RatesHistory:
 
 class ScaleSignal(Struct):
     group: str
-    algorithm: str
+    algorithm: Annotated[str, Meta(description="the algorithm that sized the group (bfd where its own cannot)")]
     capacity: float
-    needed: Annotated[int, Meta(description="consumers the group's algorithm uses for the stored rates")]
-    current: Annotated[int, Meta(description="consumers holding partitions in the stored assignment")]
+    needed: Annotated[
+        int, Meta(description="consumers the action leads to: more on up, fewer on down, else the group's own count")
+    ]
+    current: Annotated[int, Meta(description="members of the stored assignment (those holding nothing included)")]
     lower_bound: Annotated[int, Meta(description="⌈Σ rate / C⌉")]
     total_rate: float
-    overloaded: Annotated[list[str], Meta(description="consumers of the stored assignment above C at these rates")]
-    action: Annotated[str, Meta(description="up, down or none: needed against current")]
+    overloaded: Annotated[
+        list[str], Meta(description="members of the stored assignment above f_up × their capacity at these rates")
+    ]
+    action: Annotated[
+        str,
+        Meta(
+            description="up, down, reass (same members, reassigned: trigger a rebalance) or none",
+            examples=["up", "down", "reass", "none"],
+        ),
+    ]
     reason: str
     rates_window_end: str
+    unowned: Annotated[int, Meta(description="partitions of the group's topics that no member holds")]
+    remove: Annotated[
+        list[str], Meta(description="on down: the members the smaller packing leaves out (stop these first)")
+    ]
+    rscore: Annotated[
+        float | None, Meta(description="Rscore of the proposed reassignment (null when none was computed)")
+    ]
+    moves: Annotated[int | None, Meta(description="partitions the proposed reassignment moves")]
+    gain: Annotated[
+        float | None,
+        Meta(description="excess above f_up × capacity the proposal removes, in consumers' capacities"),
+    ]
+
+
+class ScaleQuery(Struct, frozen=True, kw_only=True):
+    """What a caller of GET /v1/groups/{group}/scale may set (app/core/decision.py says what each does)."""
+
+    algorithm: str | None = None
+    params: dict[str, Any] = msgspec.field(default_factory=dict)
+    member_capacities: dict[str, float] = msgspec.field(default_factory=dict)
+    guards: Guards = Guards()
+
+
+def scale_query(params: str | None, member_capacities: str | None, algorithm: str | None, guards: Guards) -> ScaleQuery:
+    """The query of GET …/scale: `params` and `member_capacities` are JSON objects in their query parameters."""
+    return ScaleQuery(
+        algorithm=algorithm,
+        params=_json_object("params", params, dict[str, Any], '{"mu": 200, "w_sla": 0.5}'),
+        member_capacities=_json_object("member_capacities", member_capacities, dict[str, float], '{"c1": 200}'),
+        guards=guards,
+    )
+
+
+def _json_object(name: str, text: str | None, kind: Any, example: str) -> Any:
+    if text is None:
+        return {}
+    try:
+        return msgspec.json.decode(text, type=kind)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise AssignmentError(
+            ErrorCode.INVALID_PARAMETER, f"{name} must be a JSON object such as {example} ({exc})."
+        ) from None

@@ -40,10 +40,13 @@ def within(load: float, capacity: float) -> bool:
 
 
 def consumer_sort_key(consumer: str) -> tuple:
-    """Natural order of consumer ids ("c2" before "c10"): the order bins are scanned and ties broken in.
-    No cache: callers compute it once per id and request (a bin keeps its key), so nothing grows with the
-    ids a service has seen, and nothing stops working past a cache's size."""
-    return tuple(int(chunk) if i % 2 else chunk for i, chunk in enumerate(re.split(r"(\d+)", consumer)))
+    """Natural order of consumer ids ("c2" before "c10"): the order bins are scanned and ties broken in. Ids
+    whose numbers are equal ("c01", "c1") are ordered by the id itself, so no two ids tie and no order depends
+    on the order they came in (or on a set's). No cache: callers compute it once per id and request (a bin
+    keeps its key), so nothing grows with the ids a service has seen, and nothing stops working past a
+    cache's size."""
+    chunks = tuple(int(chunk) if i % 2 else chunk for i, chunk in enumerate(re.split(r"(\d+)", consumer)))
+    return chunks, consumer
 
 
 def sorted_consumers(consumers: Iterable[str]) -> list[str]:
@@ -60,7 +63,12 @@ def consumers_implied(implied: float, limit: int, what: str) -> int:
             "check the capacity and rates (same unit?) or the algorithm's parameters.",
             {"implied_consumers": implied if implied < math.inf else None, "max_consumers": limit},
         )
-    return math.ceil(implied - 1e-9) if implied > 0 else 0  # negative sums (-inf too) are refused elsewhere
+    return consumer_count(implied)
+
+
+def consumer_count(implied: float) -> int:
+    """⌈implied⌉ up to float rounding; 0 at or below 0 (negative sums, -inf too, are refused elsewhere)."""
+    return math.ceil(implied - 1e-9) if implied > 0 else 0
 
 
 def capacity_from_throughput(consumer_throughput: float, iteration_s: float = 30.0, rebalance_s: float = 5.0) -> float:
@@ -173,9 +181,16 @@ class Problem:
 
 
 def check_sums(rates: list[float], lags: list[float | None]) -> None:
-    """The sums of rates and of lags are finite (each value may be, and two of 1e308 still overflow)."""
+    """The sums of rates and of lags are finite (each value may be, and two of 1e308 still overflow), added
+    one by one as the algorithms add loads and exactly as math.fsum adds them (which raises where the exact
+    sum rounds past the largest float)."""
     for name, values in (("rate", rates), ("lag", lags)):
-        if not math.isfinite(sum(value for value in values if value is not None)):
+        present = [value for value in values if value is not None]
+        try:
+            finite = math.isfinite(sum(present)) and math.isfinite(math.fsum(present))
+        except OverflowError:
+            finite = False
+        if not finite:
             raise AssignmentError(
                 ErrorCode.INVALID_RATE, f"the {name}s sum to more than the largest float; send them in a larger unit."
             )

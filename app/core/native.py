@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from app.core.algorithms.least_loaded import LeastLoadedParams, check, check_totals
+from app.core.algorithm import get_algorithm
+from app.core.algorithms.least_loaded import LeastLoadedParams, check, check_scales, check_totals
 from app.core.extension import ALGORITHMS, AVAILABLE, module
 from app.core.model import Problem, check_capacity, check_scale
 
@@ -47,8 +48,8 @@ def describe(native: bool, setting: str) -> str:
 
 def solve(problem: Problem, name: str, params: BaseModel | None) -> tuple[Any, ...] | None:
     """The compiled outcome's parts (see app.core.assign.solve), or None where the compiled core does not run
-    this algorithm or cannot order these consumer ids exactly as the reference does (non-ASCII ids, numbers
-    written with leading zeros); the reference then runs."""
+    this algorithm or cannot order these consumer ids exactly as the reference does (non-ASCII ids); the
+    reference then runs."""
     if module is None or name not in ALGORITHMS:
         return None
     if isinstance(params, LeastLoadedParams):  # what its parameters imply, refused as the reference refuses it
@@ -66,13 +67,21 @@ def solve(problem: Problem, name: str, params: BaseModel | None) -> tuple[Any, .
         return None
     if bulk is None:
         return None
-    return tuple(bulk.solve(name, problem.capacity, params.model_dump() if params is not None else {}).parts())
+    return tuple(bulk.solve(name, problem.capacity, _complete(name, params)).parts())
+
+
+def _complete(name: str, params: BaseModel | None) -> dict[str, Any]:
+    """Every parameter the algorithm reads, as its model holds them (its defaults where none were given): the
+    compiled core holds no defaults, and refuses a parameter missing as a bug."""
+    if params is None:
+        params = get_algorithm(name).parse_params(None)
+    return params.model_dump()
 
 
 def parse_assign(body: bytes) -> tuple[bytes, Bulk] | None:
     """An assignment request's JSON → (the JSON of its fields other than partitions, previous and members,
     for the codec to decode; those three on arrays), or None where the reference decoder must read it: the
-    compiled reader takes only what the reference would accept, meaning the same (native/src/input.rs)."""
+    compiled reader takes only what the reference would accept, meaning the same (native/src/request.rs)."""
     if module is None:
         return None
     return module.parse_assign(body)
@@ -90,5 +99,6 @@ def solve_bulk(bulk: Bulk, name: str, capacity: float, params: BaseModel | None,
     lower_bound = check_scale(total_rate, capacity, bulk.member_count, max_consumers)
     if planning is not None:
         check_totals(capacity, total_rate, lag_sum, planned_sum, planning, max_consumers)
-    solution = bulk.solve(name, float(capacity), params.model_dump() if params is not None else {})
+        check_scales(capacity, bulk.member_capacities)
+    solution = bulk.solve(name, float(capacity), _complete(name, params))
     return solution, lower_bound

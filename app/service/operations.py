@@ -10,25 +10,23 @@ from typing import Protocol
 
 import msgspec
 
-from app.codec.assign import AssignRequest
-from app.codec.assign_input import Computed, Limits, ReferenceComputation, stored_assignment, stored_rates
 from app.codec.evaluate import LatencyFigures, Measurement
 from app.codec.operations import (
     GroupList,
     GroupSummary,
     ReplayResponse,
     ReplayRun,
+    ScaleQuery,
     ScaleSignal,
     rates_history,
     stored_windows,
 )
 from app.codec.wire import INLINE_BYTES, encode
-from app.core.algorithm import get_algorithm
 from app.core.errors import AssignmentError, ErrorCode, GroupfitError
-from app.core.model import within
 from app.service.assign import AssignService
 from app.service.compute import ComputePool, Gone, joined
 from app.service.groups import stored_group
+from app.service.scaling import scale_signal
 from app.settings import Settings
 from app.sim.history import cadence
 from app.sim.latency import THROUGHPUT_PER_CAPACITY
@@ -36,9 +34,7 @@ from app.store.groups import GroupStore, StoreUnavailable, WindowEntry
 
 log = logging.getLogger("groupfit")
 
-FALLBACK_ALGORITHM = "bfd"
-"""Sizes a group whose own algorithm cannot run without members (kip441, Kafka's assignors): the fewest
-consumers of the Any Fit family (Landau et al. §VI-D)."""
+DEFAULT_SCALE_QUERY = ScaleQuery()
 
 
 class ScaleObserver(Protocol):
@@ -207,7 +203,7 @@ class OperationsService:
         try:
             while True:
                 try:
-                    await self.scale(group, tenants)
+                    await self.scale(group, tenants=tenants)
                 except StoreUnavailable as exc:
                     if self.observer is not None:
                         self.observer.store_failed(str(exc))
@@ -219,90 +215,22 @@ class OperationsService:
         finally:
             del self._scaling[group]
 
-    async def scale(self, group: str, tenants: tuple[str, ...] = ()) -> ScaleSignal:
-        """The consumers the group's algorithm (with its capacity, from its stored assignment) needs for the
-        stored rates, against the consumers it has: on the event loop for a small group and a cheap algorithm,
-        else in a compute worker (admitted), which decodes the stored assignment and rates itself."""
+    async def scale(
+        self, group: str, query: ScaleQuery = DEFAULT_SCALE_QUERY, tenants: tuple[str, ...] = ()
+    ) -> ScaleSignal:
+        """The action the group needs for its stored rates (app/core/decision.py), by the query's algorithm or
+        the group's own, with the capacity of its stored assignment (app/service/scaling.py: in a compute worker,
+        admitted for `tenants`, unless the group is small and the algorithm cheap)."""
         stored = await stored_group(self.store, group)
         rates = await self.store.get_rates_json(group)
         if rates is None:
             raise AssignmentError(
                 ErrorCode.NO_RATES, f"group {group!r} has no stored rates; PUT /v1/groups/{group}/rates first."
             )
-        job = ScaleJob(group, stored.algorithm, stored.capacity, stored.assignment_json, rates, self.assigner.limits)
-        if get_algorithm(stored.algorithm).cheap and len(stored.assignment_json) + len(rates) <= INLINE_BYTES:
-            signal = scale_signal(job)
-        else:
-            async with self.pool.admit(tenants) as ticket:
-                signal = _SIGNAL.decode(await self.pool.compute(scale_job, job, None, ticket))
+        signal = await scale_signal(group, stored, rates, query, self.assigner.limits, self.pool, tenants)
         if self.observer is not None:
             self.observer.scaled(group, signal.needed, signal.current, len(signal.overloaded))
         return signal
-
-
-class ScaleJob(msgspec.Struct, array_like=True):
-    """What a scaling signal needs, the assignment and rates as stored (JSON: a large group's are decoded where
-    the signal is computed)."""
-
-    group: str
-    algorithm: str
-    capacity: float
-    assignment: bytes
-    rates: bytes
-    limits: Limits
-
-
-_SCALE_JOB = msgspec.msgpack.Decoder(ScaleJob)
-_SIGNAL = msgspec.msgpack.Decoder(ScaleSignal)
-
-
-def scale_job(payload: bytes, *blobs: bytes) -> bytes:
-    """The compute worker's entry: a ScaleJob → the encoded ScaleSignal."""
-    return msgspec.msgpack.encode(scale_signal(joined(_SCALE_JOB, payload, blobs)))
-
-
-def scale_signal(job: ScaleJob) -> ScaleSignal:
-    rates = stored_rates(job.rates)
-    partitions = rates.partitions
-    assignment = stored_assignment(job.assignment)
-    algorithm, note = job.algorithm, ""
-
-    def size(name: str) -> Computed:
-        request = AssignRequest(algorithm=name, dry_run=True)
-        return ReferenceComputation(request, partitions, assignment, job.capacity).compute(job.limits)
-
-    try:
-        outcome = size(algorithm)
-    except AssignmentError as exc:
-        if exc.code not in (ErrorCode.INVALID_MEMBERS, ErrorCode.INVALID_PARAMETER):
-            raise
-        note = f" ({algorithm} cannot size a group without its members, so {FALLBACK_ALGORITHM} did)"
-        algorithm = FALLBACK_ALGORITHM
-        outcome = size(algorithm)
-    rate = {(p.topic, p.partition): p.rate for p in partitions}
-    loads = {c: sum(rate.get(key, 0.0) for key in held) for c, held in assignment.items() if held}
-    overloaded = sorted(c for c, load in loads.items() if not within(load, job.capacity))
-    needed, current, total = outcome.consumer_count, len(loads), sum(rate.values())
-    action = "up" if needed > current else "down" if needed < current else "none"
-    reason = (
-        f"{algorithm} places {len(partitions)} partitions (Σ rate {total:g}) on {needed} consumers of capacity "
-        f"{job.capacity:g}{note}; the group has {current}"
-        + (f", {len(overloaded)} of them above capacity" if overloaded else "")
-        + f" (lower bound ⌈Σ rate / C⌉ = {outcome.lower_bound})."
-    )
-    return ScaleSignal(
-        group=job.group,
-        algorithm=algorithm,
-        capacity=job.capacity,
-        needed=needed,
-        current=current,
-        lower_bound=outcome.lower_bound,
-        total_rate=total,
-        overloaded=overloaded,
-        action=action,
-        reason=reason,
-        rates_window_end=rates.window_end,
-    )
 
 
 def _measurement(partitions: list[tuple[str, int, float, float | None]]) -> Measurement:

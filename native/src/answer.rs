@@ -3,6 +3,8 @@
 //! (ryu's, as msgspec's), strings escaped as msgspec escapes them.
 
 use crate::bins::within;
+use crate::input::Labels;
+use crate::intern::Interner;
 use crate::problem::{Outcome, Problem};
 
 /// A string as msgspec writes it: `"` and `\` escaped, control characters as \n, \t, … or \u00xx.
@@ -37,7 +39,12 @@ pub fn string(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
+/// A float as msgspec writes it: shortest round-trip form; `null` for ±inf and NaN (a utilization over a
+/// member's subnormal capacity, …).
 pub fn float(out: &mut Vec<u8>, value: f64) {
+    if !value.is_finite() {
+        return out.extend_from_slice(b"null");
+    }
     let mut buffer = ryu::Buffer::new();
     out.extend_from_slice(buffer.format_finite(value).as_bytes());
 }
@@ -75,6 +82,7 @@ impl Pieces {
 
 /// What the answer names: topics, partitions and consumers by their integers, each name escaped once.
 pub struct Names {
+    pub topics: Interner,
     pub keys: Vec<(u32, i64)>,
     pub gone_keys: Vec<(u32, i64)>,
     /// `{"topic":"…","partition":` of each topic
@@ -88,19 +96,23 @@ pub struct Names {
 }
 
 impl Names {
-    pub fn new(
-        topics: &[String],
-        keys: Vec<(u32, i64)>,
-        gone_keys: Vec<(u32, i64)>,
-        consumers: &[String],
-    ) -> Self {
-        let topic = || topics.iter().map(String::as_str);
-        Names {
+    pub fn new(labels: Labels, consumers: &[String]) -> Self {
+        let Labels {
+            topics,
             keys,
             gone_keys,
-            partition_prefix: Pieces::of(topic(), b"{\"topic\":", b",\"partition\":"),
-            key_prefix: Pieces::of(topic(), b"\"topic\":", b",\"partition\":"),
-            pair_prefix: Pieces::of(topic(), b"[", b","),
+        } = labels;
+        let topic = || topics.names().iter().map(String::as_str);
+        let partition_prefix = Pieces::of(topic(), b"{\"topic\":", b",\"partition\":");
+        let key_prefix = Pieces::of(topic(), b"\"topic\":", b",\"partition\":");
+        let pair_prefix = Pieces::of(topic(), b"[", b",");
+        Names {
+            topics,
+            keys,
+            gone_keys,
+            partition_prefix,
+            key_prefix,
+            pair_prefix,
             consumers: Pieces::of(consumers.iter().map(String::as_str), b"", b""),
         }
     }

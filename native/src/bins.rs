@@ -6,7 +6,8 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeMap, BinaryHeap};
 
-use crate::consumers::{Consumers, Pool, MINTED_PREFIX, NONE, SURPLUS_PREFIX};
+use crate::consumers::{Consumers, Pool, MINTED_PREFIX, SURPLUS_PREFIX};
+use crate::intern::NONE;
 
 /// A load counts as within a capacity up to this factor (`app.core.model.ROUNDING`).
 pub const ROUNDING: f64 = 1.0 + 1e-12;
@@ -49,14 +50,14 @@ pub enum Rule {
 }
 
 impl Rule {
-    pub fn of(name: &str) -> Option<Rule> {
-        Some(match name {
-            "next" => Rule::Next,
-            "first" => Rule::First,
-            "best" => Rule::Best,
-            "worst" => Rule::Worst,
-            _ => return None,
-        })
+    /// The rule's name in `app.core.bins.FIT_RULES`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::Next => "next",
+            Rule::First => "first",
+            Rule::Best => "best",
+            Rule::Worst => "worst",
+        }
     }
 }
 

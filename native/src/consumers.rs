@@ -1,39 +1,29 @@
 //! Consumer ids as small integers, their tie-break order and capacities, and the pool that hands out new
 //! ones: h(j,k) of Eq. 14 with f(k) of Eq. 12, as `app.core.bins.ConsumerPool`.
 
-use std::collections::HashMap;
-
+use crate::bins::F;
+use crate::intern::{Interner, NONE};
 use crate::natural;
-
-pub const NONE: u32 = u32::MAX;
 
 /// Every consumer id of one request: the known ones (previous consumers, members) first, then the ids the
 /// pool mints (c<n>, surplus-<n>). `tie[c]` orders ids as the natural order does.
 pub struct Consumers {
-    pub names: Vec<String>,
+    pub ids: Interner,
     pub tie: Vec<u64>,
     pub cap: Vec<f64>,
     pub is_member: Vec<bool>,
     pub capacity: f64,
     known: usize,
-    by_name: HashMap<String, u32>,
     /// The known ids in natural order: a minted id's tie is its place among them, then its number.
     sorted_known: Vec<u32>,
 }
 
 impl Consumers {
-    /// `names`: the known ids, distinct, and `by_name` the map back; `own`: each one's capacity (C when it has
-    /// none of its own).
-    pub fn new(
-        names: Vec<String>,
-        by_name: HashMap<String, u32>,
-        own: Vec<f64>,
-        members: &[u32],
-        capacity: f64,
-    ) -> Self {
-        let known = names.len();
+    /// `ids`: the known ids; `own`: each one's capacity (C when it has none of its own).
+    pub fn new(ids: Interner, own: Vec<f64>, members: &[u32], capacity: f64) -> Self {
+        let known = ids.len();
         let mut sorted_known: Vec<u32> = (0..known as u32).collect();
-        sorted_known.sort_by(|&a, &b| natural::compare(&names[a as usize], &names[b as usize]));
+        sorted_known.sort_by(|&a, &b| natural::compare(ids.name(a), ids.name(b)));
         let mut tie = vec![0u64; known];
         for (i, &c) in sorted_known.iter().enumerate() {
             tie[c as usize] = ((2 * i as u64) + 1) << 32;
@@ -43,19 +33,18 @@ impl Consumers {
             is_member[m as usize] = true;
         }
         Consumers {
-            names,
+            ids,
             tie,
             cap: own,
             is_member,
             capacity,
             known,
-            by_name,
             sorted_known,
         }
     }
 
     pub fn len(&self) -> usize {
-        self.names.len()
+        self.ids.len()
     }
 
     pub fn known(&self) -> usize {
@@ -65,29 +54,28 @@ impl Consumers {
     /// The id `prefix<n>`: a known one if it is known, else a new entry of capacity C.
     pub fn minted(&mut self, prefix: &str, n: u64) -> u32 {
         let name = format!("{prefix}{n}");
-        if let Some(&c) = self.by_name.get(&name) {
+        if let Some(c) = self.ids.get(&name) {
             return c;
         }
-        let below = self.sorted_known.partition_point(|&k| {
-            natural::compare(&self.names[k as usize], &name) == std::cmp::Ordering::Less
-        });
-        let c = self.names.len() as u32;
-        self.tie.push(((2 * below as u64) << 32) | n);
+        self.tie.push(self.minted_tie_of(&name, n));
         self.cap.push(self.capacity);
         self.is_member.push(false);
-        self.by_name.insert(name.clone(), c);
-        self.names.push(name);
-        c
+        self.ids.id(&name)
     }
 
     /// The tie of `prefix<n>` without adding it (First Fit's universe).
     pub fn minted_tie(&self, prefix: &str, n: u64) -> u64 {
         let name = format!("{prefix}{n}");
-        if let Some(&c) = self.by_name.get(&name) {
-            return self.tie[c as usize];
+        match self.ids.get(&name) {
+            Some(c) => self.tie[c as usize],
+            None => self.minted_tie_of(&name, n),
         }
+    }
+
+    /// A new id's tie: after the known ids below it, then by its number (ids of one prefix, in natural order).
+    fn minted_tie_of(&self, name: &str, n: u64) -> u64 {
         let below = self.sorted_known.partition_point(|&k| {
-            natural::compare(&self.names[k as usize], &name) == std::cmp::Ordering::Less
+            natural::compare(self.ids.name(k), name) == std::cmp::Ordering::Less
         });
         ((2 * below as u64) << 32) | n
     }
@@ -113,11 +101,7 @@ impl Pool {
         let members = members.map(|m| {
             let mut m = m.to_vec();
             consumers.sort(&mut m);
-            m.sort_by(|&a, &b| {
-                consumers.cap[b as usize]
-                    .partial_cmp(&consumers.cap[a as usize])
-                    .unwrap()
-            });
+            m.sort_by_key(|&c| std::cmp::Reverse(F(consumers.cap[c as usize])));
             m
         });
         Pool {

@@ -1,11 +1,11 @@
 //! Any Fit (Landau et al. §II-B, §VI-A) and Modified Any Fit (Algorithm 1, Table II) with the migration
 //! budget, as `app/core/algorithms/any_fit.py`, `modified_any_fit.py` and `budget.py`.
 
-use crate::bins::{within, Bins};
-use crate::consumers::NONE;
+use crate::bins::{within, Bins, Rule, F};
+use crate::intern::NONE;
 use crate::problem::{Outputs, Placement, Problem};
 
-pub fn any_fit(p: &mut Problem, rule: crate::bins::Rule, decreasing: bool) -> Placement {
+pub fn any_fit(p: &mut Problem, rule: Rule, decreasing: bool) -> Placement {
     let order: Vec<u32> = if decreasing {
         p.decreasing.clone()
     } else {
@@ -27,6 +27,20 @@ pub fn any_fit(p: &mut Problem, rule: crate::bins::Rule, decreasing: bool) -> Pl
         bins: bins.ids.into_iter().zip(bins.held).collect(),
         outputs: Outputs::None,
     }
+}
+
+/// Modified Any Fit's order of the previous consumers (Table II), largest first: by their total rate (MWF,
+/// MBF) or by their largest partition (MWFP, MBFP).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum ConsumerOrder {
+    Cumulative,
+    Max,
+}
+
+/// A migration budget (`app.core.algorithms.budget.MigrationBudget`): caps on the Rscore and on the moves.
+pub struct Budget {
+    pub max_rscore: Option<f64>,
+    pub max_moves: Option<u64>,
 }
 
 /// Caps on the Rscore (Eq. 11) and on the partitions that change consumer; what is spent of them.
@@ -84,13 +98,12 @@ impl<'r> Spending<'r> {
 /// fit; the unassigned set then goes through the fit rule largest first.
 pub fn modified_any_fit(
     p: &mut Problem,
-    rule: crate::bins::Rule,
-    cumulative: bool,
-    max_rscore: Option<f64>,
-    max_moves: Option<u64>,
+    rule: Rule,
+    order: ConsumerOrder,
+    budget: &Budget,
 ) -> Placement {
     let rates = &p.rates;
-    let mut spending = Spending::new(rates, p.capacity, max_rscore, max_moves);
+    let mut spending = Spending::new(rates, p.capacity, budget.max_rscore, budget.max_moves);
     let members = p.members.clone();
     let known = p.consumers.known();
     // line 5 for every consumer at once: its partitions, largest first
@@ -104,20 +117,22 @@ pub fn modified_any_fit(
             psets[owner as usize].push(j);
         }
     }
-    let mut order: Vec<u32> = (0..known as u32)
+    let mut visits: Vec<u32> = (0..known as u32)
         .filter(|&c| !psets[c as usize].is_empty())
         .collect();
     let size: Vec<f64> = psets
         .iter()
-        .map(|pset| match pset.first() {
-            None => 0.0,
-            Some(&first) if !cumulative => rates[first as usize],
-            Some(_) => pset.iter().fold(0.0, |sum, &j| sum + rates[j as usize]),
+        .map(|pset| match (pset.first(), order) {
+            (None, _) => 0.0,
+            (Some(&first), ConsumerOrder::Max) => rates[first as usize],
+            (Some(_), ConsumerOrder::Cumulative) => {
+                pset.iter().fold(0.0, |sum, &j| sum + rates[j as usize])
+            }
         })
         .collect();
     // line 2: largest first, ties by id
-    p.consumers.sort(&mut order);
-    order.sort_by(|&a, &b| size[b as usize].partial_cmp(&size[a as usize]).unwrap());
+    p.consumers.sort(&mut visits);
+    visits.sort_by_key(|&c| std::cmp::Reverse(F(size[c as usize])));
     let mut bins = Bins::new(
         rule,
         rates,
@@ -127,10 +142,11 @@ pub fn modified_any_fit(
         &p.previous_ids,
     );
     let mut home: Vec<usize> = vec![usize::MAX; known];
-    for consumer in order {
+    for consumer in visits {
         let pset = &mut psets[consumer as usize];
-        let stays = bins.pool.allowed(bins.consumers, consumer); // a consumer that is gone keeps nothing
-                                                                 // lines 6-13: smallest first into open bins, while the budget affords the move
+        // a consumer that is gone keeps nothing
+        let stays = bins.pool.allowed(bins.consumers, consumer);
+        // lines 6-13: smallest first into open bins, while the budget affords the move
         while let Some(&j) = pset.last() {
             let may_move = !stays || spending.affords(j);
             if !may_move || !bins.place_open(j) {
@@ -184,8 +200,6 @@ pub fn modified_any_fit(
             .collect();
         bins.consumers.sort(&mut over);
         Outputs::Budget {
-            max_rscore,
-            max_moves,
             rscore: spending.rate / p.capacity,
             moves: spending.moves,
             refused: spending.refused,

@@ -1,51 +1,13 @@
 //! A request's partitions, previous assignment and members on arrays: partition j ↔ (topic, partition),
-//! consumers as integers. Built from the request's JSON (`parse`: the bulk read here, the rest handed back
-//! for msgspec to decode with its checks) or from the Python objects of the reference's Problem.
-//!
-//! `parse` takes only what the reference decoder and `build_problem` would accept, meaning the same; for
-//! anything else (a wrong type, an unknown or repeated key, a rate below 0, a partition listed twice, an id
-//! the natural order here cannot rank, …) it declines, and the reference runs and says what is wrong.
+//! topics and consumers as integers (one `Interner` each). Filled from the request's JSON (request.rs) or
+//! from the Python objects of the reference's Problem (bindings.rs).
 
-use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
-use crate::consumers::NONE;
-use crate::json::Reader;
+use crate::consumers::Consumers;
+use crate::intern::{Interner, NONE};
 use crate::natural;
-
-/// The topics seen lately, by a cheap hash of the name, in front of the map of every topic: keys come grouped
-/// by topic or cycling through a few, so most lookups end here without hashing the whole name. (A collision
-/// only costs a map lookup: the name is compared in full.)
-pub struct Recent<'a> {
-    slots: [(&'a str, u32); 64],
-}
-
-impl<'a> Recent<'a> {
-    pub fn new() -> Self {
-        Recent {
-            slots: [("", NONE); 64],
-        }
-    }
-
-    fn slot(name: &str) -> usize {
-        // names like "orders-3" differ at the end: the last two bytes, the first and the length
-        let b = name.as_bytes();
-        let at = |i: usize| b.get(i).map_or(0, |&c| c as usize);
-        let n = b.len();
-        let h = ((n * 31 + at(0)) * 31 + at(n.wrapping_sub(2))) * 31 + at(n.wrapping_sub(1));
-        (h ^ h >> 6) & 63
-    }
-
-    pub fn get(&mut self, name: &'a str, lookup: impl FnOnce() -> Option<u32>) -> Option<u32> {
-        let slot = &mut self.slots[Self::slot(name)];
-        if slot.1 != NONE && slot.0 == name {
-            return Some(slot.1);
-        }
-        let id = lookup()?;
-        *slot = (name, id);
-        Some(id)
-    }
-}
+use crate::problem::{self, Problem};
 
 /// The partitions named by the previous assignment, each known one as its index, and those no longer listed.
 pub struct Previous {
@@ -61,18 +23,19 @@ pub struct Previous {
 }
 
 pub struct Input {
-    pub topics: Vec<String>,
-    topic_ids: HashMap<String, u32>,
+    /// Every topic named, the previous assignment's too.
+    pub topics: Interner,
     /// partition j → (topic id, partition number)
     pub keys: Vec<(u32, i64)>,
     pub rates: Vec<f64>,
+    /// math.fsum of the rates.
+    pub rate_sum: f64,
     pub lags: Vec<Option<f64>>,
     index: Index,
     /// Each partition's place in (topic, partition) order.
     pub key_rank: Vec<u32>,
-    /// Known consumer ids (previous consumers and members), each once.
-    pub names: Vec<String>,
-    pub consumer_of: HashMap<String, u32>,
+    /// Known consumer ids (previous consumers and members).
+    pub consumers: Interner,
     pub previous: Option<Previous>,
     pub members: Option<Vec<u32>>,
     /// Members with a capacity of their own.
@@ -134,9 +97,9 @@ impl Index {
     }
 
     /// Partition indices in (topic, partition) order, topics by name.
-    fn ranks(&self, topics: &[String], n: usize) -> Vec<u32> {
+    fn ranks(&self, topics: &Interner, n: usize) -> Vec<u32> {
         let mut order: Vec<u32> = (0..self.dense.len() as u32).collect();
-        order.sort_by(|&a, &b| topics[a as usize].cmp(&topics[b as usize]));
+        order.sort_by(|&a, &b| topics.name(a).cmp(topics.name(b)));
         let mut sparse: Vec<Vec<(i64, u32)>> = vec![vec![]; self.dense.len()];
         for (&(t, p), &j) in &self.sparse {
             sparse[t as usize].push((p, j));
@@ -162,19 +125,25 @@ impl Index {
 }
 
 impl Input {
-    /// The partitions, with the topics they name (`topic_ids`: each name's place in `topics`, which may also
-    /// hold topics only a previous assignment names): None when one is listed twice or a sum overflows (the
-    /// reference says which).
+    /// The partitions, with the topics they name: None when one is listed twice, a sum overflows (the
+    /// reference says which) or the lists differ in length.
     pub fn new(
-        topics: Vec<String>,
-        topic_ids: HashMap<String, u32>,
+        topics: Interner,
         keys: Vec<(u32, i64)>,
         rates: Vec<f64>,
         lags: Vec<Option<f64>>,
     ) -> Option<Self> {
-        let sum = |values: &mut dyn Iterator<Item = f64>| values.fold(0.0, |s, v| s + v);
-        if !sum(&mut rates.iter().copied()).is_finite()
-            || !sum(&mut lags.iter().flatten().copied()).is_finite()
+        if rates.len() != keys.len() || lags.len() != keys.len() {
+            return None;
+        }
+        let rate_sum = problem::fsum(rates.iter().copied());
+        let added = |values: &mut dyn Iterator<Item = f64>| values.fold(0.0, |s, v| s + v);
+        let lags_present = || lags.iter().flatten().copied();
+        // finite added one by one (as the algorithms add loads) and exactly, as app.core.model.check_sums
+        if !(rate_sum.is_finite()
+            && added(&mut rates.iter().copied()).is_finite()
+            && problem::fsum(lags_present()).is_finite()
+            && added(&mut lags_present()).is_finite())
         {
             return None;
         }
@@ -182,14 +151,13 @@ impl Input {
         let key_rank = index.ranks(&topics, keys.len());
         Some(Input {
             topics,
-            topic_ids,
             keys,
             rates,
+            rate_sum,
             lags,
             index,
             key_rank,
-            names: vec![],
-            consumer_of: HashMap::new(),
+            consumers: Interner::default(),
             previous: None,
             members: None,
             own: vec![],
@@ -198,26 +166,7 @@ impl Input {
 
     /// A consumer id as an integer; None for an id the natural order here cannot rank as the reference does.
     pub fn consumer(&mut self, name: &str) -> Option<u32> {
-        if let Some(&c) = self.consumer_of.get(name) {
-            return Some(c);
-        }
-        if !natural::supported(name) {
-            return None;
-        }
-        let c = self.names.len() as u32;
-        self.consumer_of.insert(name.to_owned(), c);
-        self.names.push(name.to_owned());
-        Some(c)
-    }
-
-    pub fn topic(&mut self, name: &str) -> u32 {
-        if let Some(&t) = self.topic_ids.get(name) {
-            return t;
-        }
-        let t = self.topics.len() as u32;
-        self.topic_ids.insert(name.to_owned(), t);
-        self.topics.push(name.to_owned());
-        t
+        self.consumers.intern(name, natural::supported)
     }
 
     /// The previous assignment: each consumer with how many of `keys` (in order) it held. None when an id
@@ -236,9 +185,8 @@ impl Input {
             gone_keys: vec![],
         };
         let mut gone_seen: HashSet<(u32, i64)> = HashSet::new();
-        self.consumer_of.reserve(consumers.len());
         let mut keys = keys.iter();
-        let mut listed = vec![false; self.names.len() + consumers.len()];
+        let mut listed = vec![false; self.consumers.len() + consumers.len()];
         for (name, count) in consumers {
             let c = self.consumer(name)?;
             if std::mem::replace(&mut listed[c as usize], true) {
@@ -297,218 +245,63 @@ impl Input {
     }
 }
 
-// ---------------------------------------------------------------------------------------------------
-// The request's JSON
-
-type Str<'a> = Cow<'a, str>;
-
-/// A string msgspec's `Meta(min_length=1, max_length=255)` accepts (counted in characters).
-fn sized(s: &str) -> bool {
-    !s.is_empty() && (s.len() <= 255 || s.chars().count() <= 255)
+/// What names the partitions in an answer: the topics, each partition's (topic, partition), and those of the
+/// previous assignment's partitions that are gone.
+pub struct Labels {
+    pub topics: Interner,
+    pub keys: Vec<(u32, i64)>,
+    pub gone_keys: Vec<(u32, i64)>,
 }
 
-/// A partition number msgspec's `Meta(ge=0, le=2**31 - 1)` accepts.
-const MAX_PARTITION: u64 = (1 << 31) - 1;
-
-/// Topics as integers while reading, the recent ones in front of the map.
-struct TopicTable<'a> {
-    names: Vec<String>,
-    ids: HashMap<String, u32>,
-    recent: Recent<'a>,
-}
-
-impl<'a> TopicTable<'a> {
-    fn id(&mut self, topic: &Str<'a>) -> Option<u32> {
-        let (names, ids) = (&mut self.names, &mut self.ids);
-        let mut lookup = |name: &str| -> Option<u32> {
-            if let Some(&t) = ids.get(name) {
-                return Some(t);
-            }
-            if !sized(name) {
-                return None;
-            }
-            let t = names.len() as u32;
-            ids.insert(name.to_owned(), t);
-            names.push(name.to_owned());
-            Some(t)
+impl Input {
+    /// The problem with capacity C (consumers without one of their own have C), and the partitions' labels.
+    pub fn into_problem(self, capacity: f64) -> (Problem, Labels) {
+        let Input {
+            topics,
+            keys,
+            rates,
+            lags,
+            key_rank,
+            consumers,
+            previous,
+            members,
+            own,
+            ..
+        } = self;
+        let mut capacities = vec![capacity; consumers.len()];
+        for (c, value) in own {
+            capacities[c as usize] = value;
+        }
+        let consumers = Consumers::new(
+            consumers,
+            capacities,
+            members.as_deref().unwrap_or(&[]),
+            capacity,
+        );
+        let previous = previous.unwrap_or_else(|| Previous {
+            ids: vec![],
+            held: vec![],
+            owner: vec![NONE; keys.len()],
+            gone: vec![],
+            gone_keys: vec![],
+        });
+        let problem = Problem::new(
+            rates,
+            lags,
+            capacity,
+            consumers,
+            previous.owner,
+            previous.ids,
+            previous.held,
+            previous.gone,
+            members,
+            key_rank,
+        );
+        let labels = Labels {
+            topics,
+            keys,
+            gone_keys: previous.gone_keys,
         };
-        match topic {
-            Cow::Borrowed(name) => self.recent.get(name, || lookup(name)),
-            Cow::Owned(name) => lookup(name),
-        }
+        (problem, labels)
     }
-}
-
-/// `{"topic": …, "partition": …}` plus, for a partition of the request, `"rate"` and `"lag"`: each key at most
-/// once, no other key, topic, partition (and rate) required.
-fn partition_object<'a>(
-    r: &mut Reader<'a>,
-    rated: bool,
-) -> Option<(Str<'a>, u64, f64, Option<f64>)> {
-    r.eat(b'{')?;
-    let (mut topic, mut partition, mut rate, mut lag) = (None, None, None, None);
-    let mut first = true;
-    while r.more(b'}', first)? {
-        first = false;
-        let key = r.plain_key()?;
-        r.eat(b':')?;
-        match key {
-            b"topic" if topic.is_none() => topic = Some(r.string()?),
-            b"partition" if partition.is_none() => partition = Some(r.unsigned(MAX_PARTITION)?),
-            b"rate" if rated && rate.is_none() => rate = Some(r.float()?),
-            b"lag" if rated && lag.is_none() => {
-                lag = Some(if r.null() { None } else { Some(r.float()?) })
-            }
-            _ => return None, // unknown, or given twice
-        }
-    }
-    let rate = if rated { rate? } else { 0.0 };
-    Some((topic?, partition?, rate, lag.flatten()))
-}
-
-/// The previous assignment as read: each consumer with how many partitions it held, then all of them in order.
-type PreviousDoc<'a> = (Vec<(Str<'a>, usize)>, Vec<(Str<'a>, u64)>);
-
-/// A member: an id, or `{"id": …, "capacity": …}`.
-fn member<'a>(r: &mut Reader<'a>) -> Option<(Str<'a>, Option<f64>)> {
-    if r.peek()? == b'"' {
-        return Some((r.string()?, None));
-    }
-    r.eat(b'{')?;
-    let (mut id, mut capacity) = (None, None);
-    let mut first = true;
-    while r.more(b'}', first)? {
-        first = false;
-        let key = r.string()?;
-        r.eat(b':')?;
-        match key.as_ref() {
-            "id" if id.is_none() => id = Some(r.string()?),
-            "capacity" if capacity.is_none() => capacity = Some(r.float()?),
-            _ => return None,
-        }
-    }
-    Some((id?, Some(capacity?)))
-}
-
-/// The request's JSON → (the other fields' JSON, for msgspec; the partitions, previous assignment and members
-/// on arrays); None to let the reference decode it.
-pub fn parse(body: &[u8]) -> Option<(Vec<u8>, Input)> {
-    let mut r = Reader::new(body);
-    r.eat(b'{')?;
-    let mut rest = vec![b'{'];
-    let mut fields: Vec<Str> = vec![];
-    let mut topics = TopicTable {
-        names: vec![],
-        ids: HashMap::new(),
-        recent: Recent::new(),
-    };
-    let (mut keys, mut rates, mut lags) = (vec![], vec![], vec![]);
-    let mut partitions = false;
-    let mut previous: Option<PreviousDoc> = None;
-    let mut members: Option<Vec<(Str, Option<f64>)>> = None;
-    let mut first = true;
-    while r.more(b'}', first)? {
-        first = false;
-        let field = r.string()?;
-        if fields.contains(&field) {
-            return None; // a key twice
-        }
-        r.eat(b':')?;
-        let bulk = matches!(field.as_ref(), "partitions" | "previous" | "members");
-        if bulk && r.peek()? != b'n' {
-            match field.as_ref() {
-                "partitions" => {
-                    partitions = true;
-                    r.eat(b'[')?;
-                    let mut first = true;
-                    while r.more(b']', first)? {
-                        first = false;
-                        let (topic, partition, rate, lag) = partition_object(&mut r, true)?;
-                        if !(rate >= 0.0 && lag.is_none_or(|l| l >= 0.0)) {
-                            return None;
-                        }
-                        keys.push((topics.id(&topic)?, partition as i64));
-                        rates.push(rate);
-                        lags.push(lag);
-                    }
-                }
-                "previous" => {
-                    let (mut consumers, mut held) = (vec![], vec![]);
-                    r.eat(b'{')?;
-                    let mut first = true;
-                    while r.more(b'}', first)? {
-                        first = false;
-                        let name = r.string()?;
-                        r.eat(b':')?;
-                        r.eat(b'[')?;
-                        let before = held.len();
-                        let mut first = true;
-                        while r.more(b']', first)? {
-                            first = false;
-                            let (topic, partition, ..) = partition_object(&mut r, false)?;
-                            held.push((topic, partition));
-                        }
-                        consumers.push((name, held.len() - before));
-                    }
-                    previous = Some((consumers, held));
-                }
-                _ => {
-                    let mut list = vec![];
-                    r.eat(b'[')?;
-                    let mut first = true;
-                    while r.more(b']', first)? {
-                        first = false;
-                        list.push(member(&mut r)?);
-                    }
-                    members = Some(list);
-                }
-            }
-        } else {
-            r.ws();
-            let start = r.at;
-            r.skip(0)?;
-            if rest.len() > 1 {
-                rest.push(b',');
-            }
-            crate::answer::string(&mut rest, &field);
-            rest.push(b':');
-            rest.extend_from_slice(&body[start..r.at]);
-        }
-        fields.push(field);
-    }
-    r.ws();
-    if r.at != body.len() || !partitions {
-        return None; // more after the object; or no partitions (a group's stored rates): the reference reads it
-    }
-    rest.push(b'}');
-    // the previous assignment's partitions numbered with the same topics (one it alone names is added)
-    let mut previous_keys = vec![];
-    if let Some((consumers, held)) = &previous {
-        if consumers.iter().any(|(name, _)| !sized(name)) {
-            return None;
-        }
-        previous_keys.reserve(held.len());
-        for (topic, partition) in held {
-            previous_keys.push((topics.id(topic)?, *partition as i64));
-        }
-    }
-    let mut input = Input::new(topics.names, topics.ids, keys, rates, lags)?;
-    if let Some((consumers, _)) = &previous {
-        let consumers = consumers
-            .iter()
-            .map(|(name, count)| (name.as_ref(), *count));
-        input.set_previous(consumers.collect(), &previous_keys)?;
-    }
-    if let Some(members) = &members {
-        if members.iter().any(|(id, _)| !sized(id)) {
-            return None;
-        }
-        input.set_members(
-            members
-                .iter()
-                .map(|(id, capacity)| (id.as_ref(), *capacity))
-                .collect(),
-        )?;
-    }
-    Some((rest, input))
 }

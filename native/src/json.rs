@@ -1,11 +1,51 @@
-//! A strict JSON reader (RFC 8259) over the request's bytes, for input.rs: strings borrowed unless they hold
-//! an escape, numbers as their text, any value skipped with every object checked for a key given twice.
-//! Every method returns None on anything it does not take (invalid JSON, a lone surrogate, nesting deeper
-//! than `MAX_DEPTH`): the caller then declines the request and the reference decoder reads it.
+//! A strict JSON reader (RFC 8259) over the request's bytes, for request.rs: strings borrowed unless they
+//! hold an escape, numbers as their text, any value skipped with every object checked for a key given twice
+//! (in time linear in the object: `Keys`). Every method returns None on anything it does not take (invalid
+//! JSON, a lone surrogate, nesting deeper than `MAX_DEPTH`): the caller then declines the request and the
+//! reference decoder reads it.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
+use std::hash::Hash;
 
 const MAX_DEPTH: usize = 64;
+
+/// Up to this many keys an object's keys are compared one by one (most objects have a few); beyond, hashed.
+const FEW_KEYS: usize = 16;
+
+/// The keys of one object read so far, to find one given twice: a short list while the object is small, a
+/// hash set (SipHash with a random key: no input makes it slow) once it is not, so an object of n keys costs
+/// O(n), not O(n²).
+pub struct Keys<K> {
+    few: Vec<K>,
+    many: HashSet<K>,
+}
+
+impl<K> Default for Keys<K> {
+    fn default() -> Self {
+        Keys {
+            few: Vec::new(),
+            many: HashSet::new(),
+        }
+    }
+}
+
+impl<K: Hash + Eq> Keys<K> {
+    /// Add `key`; false when it was there already.
+    pub fn insert(&mut self, key: K) -> bool {
+        if self.many.is_empty() {
+            if self.few.contains(&key) {
+                return false;
+            }
+            if self.few.len() < FEW_KEYS {
+                self.few.push(key);
+                return true;
+            }
+            self.many.extend(self.few.drain(..));
+        }
+        self.many.insert(key)
+    }
+}
 
 pub struct Reader<'a> {
     pub bytes: &'a [u8],
@@ -213,15 +253,13 @@ impl<'a> Reader<'a> {
             b'"' => self.string().map(drop),
             b'{' => {
                 self.at += 1;
-                let mut keys: Vec<Cow<'a, str>> = vec![];
+                let mut keys = Keys::default();
                 let mut first = true;
                 while self.more(b'}', first)? {
                     first = false;
-                    let key = self.string()?;
-                    if keys.contains(&key) {
+                    if !keys.insert(self.string()?) {
                         return None;
                     }
-                    keys.push(key);
                     self.eat(b':')?;
                     self.skip(depth + 1)?;
                 }
@@ -285,5 +323,62 @@ mod tests {
         assert!(Reader::new(br#"{"a":1,"a":2}"#).skip(0).is_none());
         assert!(Reader::new(br#"[1,]"#).skip(0).is_none());
         assert!(Reader::new(br#"{"a" 1}"#).skip(0).is_none());
+        assert!(Reader::new(br#"{"a":1,"\u0061":2}"#).skip(0).is_none());
+    }
+
+    /// An object of many distinct keys, and the same with one key repeated last: taken, and declined.
+    #[test]
+    fn many_keys() {
+        let object = |n: usize, repeat: bool| {
+            let mut text = String::from("{");
+            for i in 0..n {
+                text.push_str(&format!("\"k{i}\":{i},"));
+            }
+            text.push_str(if repeat { "\"k7\":0}" } else { "\"last\":0}" });
+            text
+        };
+        assert!(Reader::new(object(100_000, false).as_bytes())
+            .skip(0)
+            .is_some());
+        assert!(Reader::new(object(100_000, true).as_bytes())
+            .skip(0)
+            .is_none());
+    }
+
+    /// A key compared with another, counted: what finding repeats costs, in comparisons, not in seconds.
+    struct Counted<'c>(u64, &'c std::cell::Cell<u64>);
+
+    impl Hash for Counted<'_> {
+        fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+            self.0.hash(state);
+        }
+    }
+
+    impl PartialEq for Counted<'_> {
+        fn eq(&self, other: &Self) -> bool {
+            self.1.set(self.1.get() + 1);
+            self.0 == other.0
+        }
+    }
+
+    impl Eq for Counted<'_> {}
+
+    #[test]
+    fn keys_cost_linear_comparisons() {
+        let comparisons = std::cell::Cell::new(0);
+        let mut keys = Keys::default();
+        let n = 100_000;
+        for i in 0..n {
+            assert!(keys.insert(Counted(i, &comparisons)));
+        }
+        assert!(!keys.insert(Counted(n / 2, &comparisons)));
+        assert!(!keys.insert(Counted(3, &comparisons)));
+        // each key is compared with the few first ones, then only on a hash match: about one comparison a key
+        // (a list would make n²/2 = 5·10⁹)
+        assert!(
+            comparisons.get() < 2 * n,
+            "{} comparisons",
+            comparisons.get()
+        );
     }
 }

@@ -6,9 +6,11 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use crate::bins::{ordered, within, F};
-use crate::consumers::{Pool, NONE};
+use crate::consumers::Pool;
+use crate::intern::NONE;
 use crate::problem::{Outputs, Placement, Problem};
 
+/// `LeastLoadedParams`, every field as the reference's model holds it (mu None: the capacity C).
 pub struct Params {
     pub mu: Option<f64>,
     pub w_sla: f64,
@@ -99,7 +101,9 @@ pub fn least_loaded(
     let scale_of = |b: usize| if b < scales.len() { scales[b] } else { 1.0 };
     let uniform = scales.iter().all(|&s| s == 1.0);
     let caps = (rate_cap, lag_cap);
-    let bins = start.max(1);
+    // A bin beyond the n-th is never taken (an empty bin goes before any bin after it, and takes any
+    // partition), so n bins give the reference's packing of `start` > n bins, without allocating them.
+    let bins = start.min(rates.len()).max(1);
     let mut loads = Loads {
         bin_of: vec![0; rates.len()],
         count: vec![0; bins],
@@ -159,7 +163,7 @@ fn lower_bound(values: &[f64], cap: f64, scales: &[f64]) -> usize {
             covered += scale;
             count += 1;
         }
-        return count + (total - covered - 1e-9).ceil().max(0.0) as usize;
+        return count.saturating_add(ceiling(total - covered));
     }
     let alone = values.iter().filter(|&&v| v > cap).count();
     let rest = values
@@ -167,7 +171,12 @@ fn lower_bound(values: &[f64], cap: f64, scales: &[f64]) -> usize {
         .filter(|&&v| v <= cap)
         .fold(0.0, |s, &v| s + v);
     let half = values.iter().filter(|&&v| v > cap / 2.0).count();
-    (alone + (rest / cap - 1e-9).ceil().max(0.0) as usize).max(half)
+    alone.saturating_add(ceiling(rest / cap)).max(half)
+}
+
+/// ⌈implied⌉ as `app.core.model.consumers_implied` rounds it (0 below 0; a float too large as the largest).
+fn ceiling(implied: f64) -> usize {
+    (implied - 1e-9).ceil().max(0.0) as usize
 }
 
 /// `naming.candidates`: the members (pool order), or the previous consumers that still hold a partition (id

@@ -1,32 +1,14 @@
 //! Natural order of consumer ids ("c2" before "c10"), as `app.core.model.consumer_sort_key` orders them:
-//! the id split into text and digit runs, compared chunk by chunk, digit runs as integers.
+//! the id split into text and digit runs, compared chunk by chunk, digit runs as integers; ids whose chunks
+//! are all equal ("c01" and "c1") by the id itself, so the order is total.
 //!
-//! Only ids this module orders exactly like the reference are accepted (`supported`): ASCII, and no digit
-//! run with a leading zero (where "c01" and "c1" would tie). The Python side falls back to the reference core
-//! for any other request.
+//! Only ASCII ids are accepted (`supported`): Python's `\d` also matches other scripts' digits. The Python
+//! side falls back to the reference core for any other request.
 
 use std::cmp::Ordering;
 
 pub fn supported(id: &str) -> bool {
-    if !id.is_ascii() {
-        return false;
-    }
-    let bytes = id.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i].is_ascii_digit() {
-            let start = i;
-            while i < bytes.len() && bytes[i].is_ascii_digit() {
-                i += 1;
-            }
-            if i - start > 1 && bytes[start] == b'0' {
-                return false;
-            }
-        } else {
-            i += 1;
-        }
-    }
-    true
+    id.is_ascii()
 }
 
 /// The next chunk of `s` from `i`: (is a digit run, end).
@@ -38,16 +20,26 @@ fn chunk(s: &[u8], i: usize, digits: bool) -> usize {
     j
 }
 
-/// Python's tuple comparison of the two keys: text, number, text, … (each key starts and ends with a text
-/// chunk, possibly empty; the shorter key is smaller when one is a prefix of the other).
+/// Python's comparison of the two keys: the chunks' tuples (text, number, text, …: each starts and ends with
+/// a text chunk, possibly empty; the shorter is smaller when one is a prefix of the other), then the ids.
 pub fn compare(a: &str, b: &str) -> Ordering {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
+    chunks(a.as_bytes(), b.as_bytes()).then_with(|| a.cmp(b))
+}
+
+/// A digit run's value as its digits without leading zeros (compared by length, then bytes).
+fn value(run: &[u8]) -> &[u8] {
+    let zeros = run.iter().take_while(|&&d| d == b'0').count();
+    &run[zeros..]
+}
+
+fn chunks(a: &[u8], b: &[u8]) -> Ordering {
     let (mut i, mut j) = (0, 0);
     let mut digits = false;
     loop {
         let (ie, je) = (chunk(a, i, digits), chunk(b, j, digits));
         let (x, y) = (&a[i..ie], &b[j..je]);
         let order = if digits {
+            let (x, y) = (value(x), value(y));
             x.len().cmp(&y.len()).then_with(|| x.cmp(y))
         } else {
             x.cmp(y)
@@ -105,8 +97,11 @@ mod tests {
                 "surplus-3"
             ]
         );
-        assert!(!supported("c01"));
-        assert!(supported("c0"));
+        // equal numbers: the ids themselves decide ("0" before "1"), never a tie
+        let mut tied = vec!["c1", "c001", "c01", "c1a", "c01a", "c0", "c00"];
+        tied.sort_by(|a, b| compare(a, b));
+        assert_eq!(tied, vec!["c0", "c00", "c001", "c01", "c1", "c01a", "c1a"]);
+        assert!(supported("c01") && supported("c0"));
         assert!(!supported("cé"));
     }
 }

@@ -6,7 +6,8 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::bins::F;
-use crate::consumers::{Consumers, NONE};
+use crate::consumers::Consumers;
+use crate::intern::NONE;
 
 pub struct Problem {
     pub rates: Vec<f64>,
@@ -28,9 +29,8 @@ pub struct Problem {
 
 pub enum Outputs {
     None,
+    /// (the caps are echoed from the parameters as given: bindings.rs)
     Budget {
-        max_rscore: Option<f64>,
-        max_moves: Option<u64>,
         rscore: f64,
         moves: u64,
         refused: u64,
@@ -158,7 +158,9 @@ fn fold_into_members(
             .collect();
         surplus.sort_unstable_by_key(|&j| p.decreasing_rank[j as usize]);
         for j in surplus {
-            let Reverse((excess, tie, i)) = heap.pop().unwrap();
+            let Some(Reverse((excess, tie, i))) = heap.pop() else {
+                break; // no member: `outcome` finds the partitions unplaced
+            };
             result[i].1.push(j);
             heap.push(Reverse((F(excess.0 + rates[j as usize]), tie, i)));
         }
@@ -262,7 +264,8 @@ pub fn outcome(p: &Problem, placement: Placement) -> Result<Outcome, String> {
     })
 }
 
-/// Python's math.fsum: the correctly rounded sum (Shewchuk's partials, with CPython's half-even fix-up).
+/// Python's math.fsum: the correctly rounded sum (Shewchuk's partials, with CPython's half-even fix-up), of
+/// finite summands; +inf where Python's raises OverflowError (an intermediate sum overflows).
 pub fn fsum(values: impl Iterator<Item = f64>) -> f64 {
     let mut partials: Vec<f64> = vec![];
     for mut x in values {
@@ -281,7 +284,12 @@ pub fn fsum(values: impl Iterator<Item = f64>) -> f64 {
             x = hi;
         }
         partials.truncate(i);
-        partials.push(x);
+        if !x.is_finite() {
+            return f64::INFINITY;
+        }
+        if x != 0.0 {
+            partials.push(x);
+        }
     }
     let mut n = partials.len();
     let mut hi = 0.0;
@@ -310,4 +318,19 @@ pub fn fsum(values: impl Iterator<Item = f64>) -> f64 {
         }
     }
     hi
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fsum;
+
+    #[test]
+    fn fsum_as_python() {
+        let max = f64::MAX;
+        // math.fsum: 1.0 (correctly rounded), 0.0 of -0.0 (a zero is no partial), OverflowError (inf here)
+        assert_eq!(fsum([1e100, 1.0, -1e100].into_iter()), 1.0);
+        assert_eq!(fsum([-0.0].into_iter()).to_bits(), 0.0f64.to_bits());
+        assert_eq!(fsum([max, 7.98e291, 7.98e291].into_iter()), f64::INFINITY);
+        assert_eq!(fsum([max, 7.98e291].into_iter()), max);
+    }
 }

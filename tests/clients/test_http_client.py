@@ -280,7 +280,7 @@ CALLS: dict[str, tuple[Callable[[str], tuple[tuple, dict]], Any]] = {
     "evaluate": (lambda g: ((STREAM, 10.0, ["bfd", "mwf"]), {"latency": {"consumer_throughput": 12.0}}), Evaluation),
     "healthy": (lambda g: ((), {"timeout": 2.0}), bool),
     "groups": (lambda g: ((), {"contains": g, "limit": 5}), GroupList),
-    "scale": (lambda g: ((g,), {}), ScaleSignal),
+    "scale": (lambda g: ((g,), {"algorithm": "bfd", "params": {}, "f_up": 0.9, "min_gain": 0.1}), ScaleSignal),
     "rates_history": (lambda g: ((g,), {"limit": 5}), RatesWindow),
     "replay": (lambda g: ((g, ["bfd", "mwf"], 10), {"consumer_throughput": 12.0, "rebalance_s": 1.0}), Replay),
     "place_replicas": (lambda g: ((HEURISTIC_PLACEMENT,), {}), Placement),

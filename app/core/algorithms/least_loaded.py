@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.core.algorithm import Algorithm, Packing, register
 from app.core.algorithms.naming import candidates, name_by_overlap
 from app.core.errors import AssignmentError, ErrorCode
-from app.core.model import MAX_CONSUMERS, Problem, consumers_implied, within
+from app.core.model import Problem, consumer_count, consumers_implied, within
 
 
 class LeastLoadedParams(BaseModel):
@@ -91,12 +91,12 @@ def least_loaded(
     return [kept for kept in held if kept]
 
 
-def lower_bound(values: Sequence[float], cap: float, scales: Sequence[float] = (), limit: int = MAX_CONSUMERS) -> int:
+def lower_bound(values: Sequence[float], cap: float, scales: Sequence[float] = ()) -> int:
     """Bins one dimension needs at least. A value above its cap sits alone (nothing fits beside it), so
     with equal bins: those, plus the rest's total over the cap, and at least the values above half the
     cap (no two share a bin). With bins of `scales` (largest first): the fewest whose caps hold the total.
-    A bound above `limit` is refused (too_many_consumers) before any bin exists."""
-    what = "least-loaded's bound Σ/(μ·f)"
+    Not checked against the service's limit: `check_totals` did that, once for both cores, with the totals
+    (a second check here, on sums added in another order, could disagree with it in the last bit)."""
     if scales:
         total, covered, count = sum(values) / cap, 0.0, 0
         for scale in scales:
@@ -104,10 +104,10 @@ def lower_bound(values: Sequence[float], cap: float, scales: Sequence[float] = (
                 break
             covered += scale
             count += 1
-        return count + consumers_implied(total - covered, limit, what)
+        return count + consumer_count(total - covered)
     alone = sum(1 for value in values if value > cap)
     rest = sum(value for value in values if value <= cap)
-    return max(alone + consumers_implied(rest / cap, limit, what), sum(1 for value in values if value > cap / 2))
+    return max(alone + consumer_count(rest / cap), sum(1 for value in values if value > cap / 2))
 
 
 def planned_lags(problem: Problem, params: LeastLoadedParams) -> list[float]:
@@ -119,10 +119,25 @@ def planned_lags(problem: Problem, params: LeastLoadedParams) -> list[float]:
 
 
 def check(problem: Problem, params: LeastLoadedParams) -> None:
-    """What the parameters imply, refused before any bin exists (by either core): see `check_totals`."""
+    """What the parameters imply, refused before any bin exists (by either core): see `check_totals` and
+    `check_scales`."""
     lags = [lag or 0.0 for lag in problem.lags]
     planned = planned_lags(problem, params)
     check_totals(problem.capacity, problem.total_rate, sum(lags), sum(planned), params, problem.max_consumers)
+    check_scales(problem.capacity, problem.member_capacities)
+
+
+def check_scales(capacity: float, member_capacities: Mapping[str, float]) -> None:
+    """A member's caps are μ·f and μ·w_sla·f scaled by its capacity / C, and a bin's load is divided by that
+    ratio: one that underflows to 0 (or overflows) leaves nothing to scale by."""
+    for member, own in member_capacities.items():
+        if not 0 < own / capacity < math.inf:
+            raise AssignmentError(
+                ErrorCode.INVALID_CAPACITY,
+                f"member {member!r} has capacity {own!r}, too far from capacity {capacity!r} for least-loaded to "
+                "scale by (their ratio is not a positive finite float); give capacities of one magnitude.",
+                {"consumers": [member]},
+            )
 
 
 def check_totals(
@@ -167,8 +182,7 @@ def pack(problem: Problem, params: LeastLoadedParams) -> Packing:
         rate_cap, lag_cap = mu * f, mu * params.w_sla * f
         # Start from a lower bound in each dimension, so the restarts are few (check() refused, before any bin
         # exists, parameters that imply too many consumers).
-        limit = problem.max_consumers
-        start = max(lower_bound(rates, rate_cap, scales, limit), lower_bound(lag_values, lag_cap, scales, limit), 1)
+        start = max(lower_bound(rates, rate_cap, scales), lower_bound(lag_values, lag_cap, scales), 1)
         return least_loaded(rates, lag_values, order, rate_cap, lag_cap, start, scales)
 
     # G_current: the members (every one is a replica, busy or not), or the consumers that held a partition.

@@ -11,6 +11,7 @@ dry run) or carries an Idempotency-Key. Field names are those of openapi/openapi
 from __future__ import annotations
 
 import datetime as dt
+import json
 import typing
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -248,10 +249,44 @@ def groups(
     return Call("GET", path("v1", "groups"), Answer(GroupList), params=params, timeout=timeout)
 
 
-def scale(group: str, *, timeout: float | None = None) -> Call[ScaleSignal]:
-    """GET /v1/groups/{group}/scale: the consumers the group's algorithm needs for its stored rates against those
-    it has (GroupfitError group_not_found without an assignment, no_rates without rates)."""
-    return Call("GET", path("v1", "groups", group, "scale"), Answer(ScaleSignal), timeout=timeout)
+def scale(
+    group: str,
+    *,
+    algorithm: str | None = None,
+    params: Mapping[str, Any] | None = None,
+    member_capacities: Mapping[str, float] | None = None,
+    f_up: float | None = None,
+    f_down: float | None = None,
+    min_gain: float | None = None,
+    max_rscore: float | None = None,
+    max_moves: int | None = None,
+    min_interval_s: float | None = None,
+    timeout: float | None = None,
+) -> Call[ScaleSignal]:
+    """GET /v1/groups/{group}/scale: what the group needs for its stored rates — `action` up, down, reass (the
+    same members, reassigned) or none, with its reason — by `algorithm` (default: the group's own) with its
+    `params`; `member_capacities` for members of their own size; up when packing into f_up·C needs more
+    consumers, down when packing into f_down·C still needs fewer; a reassignment must remove `min_gain` of
+    excess, spend at most `max_rscore` / `max_moves` and wait `min_interval_s` after the stored assignment.
+    Unset arguments take the service's defaults (GroupfitError group_not_found without an assignment, no_rates
+    without rates)."""
+    query: dict[str, str | int | float] = {
+        name: value
+        for name, value in (
+            ("algorithm", algorithm),
+            ("f_up", f_up),
+            ("f_down", f_down),
+            ("min_gain", min_gain),
+            ("max_rscore", max_rscore),
+            ("max_moves", max_moves),
+            ("min_interval_s", min_interval_s),
+        )
+        if value is not None
+    }
+    for name, document in (("params", params), ("member_capacities", member_capacities)):
+        if document is not None:
+            query[name] = json.dumps(dict(document), separators=(",", ":"))
+    return Call("GET", path("v1", "groups", group, "scale"), Answer(ScaleSignal), params=query, timeout=timeout)
 
 
 def rates_history(group: str, limit: int = 1000, *, timeout: float | None = None) -> Call[list[RatesWindow]]:

@@ -14,6 +14,15 @@ Members may differ in size: a member that advertises its capacity is sent as `{"
 service keeps each within its own; the others (and the request's C) have the configured capacity.
 
 aiokafka's assignors are classes with classmethods, so `groupfit_assignor(...)` makes one per member.
+
+REASS (Ezzeddine et al., Algorithm 1 line 12): with `reassign_interval_s`, the member that led the group's last
+rebalance with groupfit's answer asks `GET /v1/groups/{group}/scale` every interval (on a thread: the event loop
+never waits on it) and, when the answer is `reass` and the last rebalance it triggered is at least
+`reassign_min_interval_s` ago, asks its group coordinator to rejoin, which rebalances the group with the same
+members. The application calls `enforce_if_due(consumer)` after each `getmany()`/`getone()`. The rejoin request
+is aiokafka-internal API (`AIOKafkaConsumer._partition_assignment_strategy`, `AIOKafkaConsumer._coordinator`,
+`GroupCoordinator.request_rejoin()`; aiokafka has no public KIP-568 call): the `kafka` extra pins aiokafka below
+the next minor version, and tests/clients/test_assignor_reassign.py checks that these are there.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -34,7 +44,7 @@ from aiokafka.coordinator.protocol import (
 
 from groupfit_client.client import GroupfitClient
 from groupfit_client.errors import GroupfitError
-from groupfit_client.results import PartitionRate, TopicPartition
+from groupfit_client.results import PartitionRate, ScaleSignal, TopicPartition
 
 log = logging.getLogger("groupfit.assignor")
 
@@ -78,13 +88,36 @@ def groupfit_assignor(
     deadline_s: float = 2.0,
     rates: RatesFn | None = None,
     member_capacity: float | None = None,
+    params: Mapping[str, Any] | None = None,
+    reassign_interval_s: float = 0.0,
+    reassign_min_interval_s: float = 60.0,
+    reassign_min_gain: float | None = None,
+    reassign_max_rscore: float | None = None,
+    reassign_max_moves: int | None = None,
 ) -> type[AbstractPartitionAssignor]:
     """An assignor class for this member. `capacity` is C for the leader's request (same unit as the
     rates): the capacity of every member that does not advertise its own (`member_capacity`, sent in the
-    subscription); `rates` maps partitions to their rates (default: the service's stored rates for `group`)."""
+    subscription); `rates` maps partitions to their rates (default: the service's stored rates for `group`);
+    `params`: the algorithm's parameters, sent with the assignment and the reassignment check. `reassign_*`:
+    the leader's check for a rebalance without a membership change (0: off; see `enforce_if_due`)."""
 
     # One client for every rebalance: making one costs tens of milliseconds, and its connection is kept.
     client = GroupfitClient(service_url, timeout=deadline_s, retries=0)
+    reassigner = Reassigner(
+        service_url,
+        group,
+        deadline_s,
+        reassign_interval_s,
+        reassign_min_interval_s,
+        {
+            "algorithm": algorithm,
+            "params": dict(params) if params is not None else None,
+            "min_gain": reassign_min_gain,
+            "max_rscore": reassign_max_rscore,
+            "max_moves": reassign_max_moves,
+            "min_interval_s": reassign_min_interval_s,
+        },
+    )
 
     class GroupfitAssignor(AbstractPartitionAssignor):
         name = "groupfit"
@@ -92,6 +125,7 @@ def groupfit_assignor(
         owned: ClassVar[list[TopicPartition]] = []  # this member's partitions in the last generation
         generation: ClassVar[int] = -1
         last_source: ClassVar[str] = ""  # "service" or "fallback": how this member, as leader, last assigned
+        reassignment: ClassVar[Reassigner] = reassigner
 
         @classmethod
         def metadata(cls, topics: Iterable[str]) -> ConsumerProtocolMemberMetadata:
@@ -120,7 +154,7 @@ def groupfit_assignor(
             started = time.perf_counter()
             try:
                 owner = _ask_service(
-                    client, group, algorithm, capacity, deadline_s, rates, identities, sizes, partitions
+                    client, group, algorithm, capacity, deadline_s, rates, identities, sizes, partitions, params
                 )
                 cls.last_source = "service"
             except Exception as exc:
@@ -137,9 +171,9 @@ def groupfit_assignor(
             by_identity: dict[str, dict[str, list[int]]] = {i: {} for i in identities}
             for (topic, partition), member in owner.items():
                 by_identity[member].setdefault(topic, []).append(partition)
-            user_data = json.dumps(
-                {"generation": max((m.generation for m in decoded.values()), default=-1) + 1}
-            ).encode()
+            generation = max((m.generation for m in decoded.values()), default=-1) + 1
+            reassigner.led(generation if cls.last_source == "service" else -1, sizes)
+            user_data = json.dumps({"generation": generation}).encode()
             return {
                 member_id: ConsumerProtocolMemberAssignment(
                     cls.version, sorted((t, sorted(ps)) for t, ps in by_identity[member.identity].items()), user_data
@@ -148,6 +182,91 @@ def groupfit_assignor(
             }
 
     return GroupfitAssignor
+
+
+class Reassigner:
+    """The leader's check of one member's assignor (see the module's REASS paragraph). `led` is told, in the
+    leader's assign(), the assignor generation it wrote; `enforce_if_due` runs in the application's loop."""
+
+    def __init__(
+        self,
+        service_url: str,
+        group: str,
+        deadline_s: float,
+        interval_s: float,
+        min_interval_s: float,
+        query: Mapping[str, Any],
+    ) -> None:
+        for name, value in (("reassign_interval_s", interval_s), ("reassign_min_interval_s", min_interval_s)):
+            if not 0 <= value < float("inf"):
+                raise ValueError(f"{name} must be a number of seconds, at least 0; got {value!r}")
+        self.service_url, self.group, self.deadline_s = service_url, group, deadline_s
+        self.interval_s, self.min_interval_s = interval_s, min_interval_s
+        self.query = {name: value for name, value in query.items() if value is not None}
+        self.generation = -1  # the assignor generation this member led with groupfit's answer
+        self.capacities: dict[str, float] = {}
+        self.next_check = 0.0
+        self.last_trigger: float | None = None
+        self.pending: Future[ScaleSignal] | None = None
+        self._worker: tuple[ThreadPoolExecutor, GroupfitClient] | None = None  # made at the first check
+
+    def led(self, generation: int, capacities: Mapping[str, float]) -> None:
+        self.generation, self.capacities = generation, dict(capacities)
+        self.pending = None
+        self.next_check = time.monotonic() + self.interval_s
+
+    def rested(self, now: float) -> bool:
+        return self.last_trigger is None or now - self.last_trigger >= self.min_interval_s
+
+    def enforce_if_due(self, consumer: Any, generation: int) -> str | None:
+        if self.interval_s <= 0 or self.generation < 0 or generation != self.generation:
+            return None
+        now = time.monotonic()
+        if self.pending is not None:
+            if not self.pending.done():
+                return None
+            done, self.pending = self.pending, None
+            try:
+                signal = done.result()
+            except Exception as exc:  # the service unreachable or refusing: no decision this interval
+                log.debug("group %r: no scaling decision (%s: %s)", self.group, type(exc).__name__, exc)
+                return None
+            if signal.action != "reass" or not self.rested(now):
+                return None
+            consumer._coordinator.request_rejoin()  # aiokafka-internal: see the module's documentation
+            self.last_trigger = now
+            log.info(
+                "group %r: triggered a rebalance (gain %s, %s moves, Rscore %s): %s",
+                self.group,
+                signal.gain,
+                signal.moves,
+                signal.rscore,
+                signal.reason,
+            )
+            return f"groupfit reass: {signal.reason}"
+        if now >= self.next_check and self.rested(now):
+            self.next_check = now + self.interval_s
+            if self._worker is None:
+                self._worker = (
+                    ThreadPoolExecutor(1, thread_name_prefix="groupfit-reassign"),
+                    GroupfitClient(self.service_url, timeout=self.deadline_s, retries=0),
+                )
+            executor, decisions = self._worker
+            query = {**self.query, **({"member_capacities": self.capacities} if self.capacities else {})}
+            self.pending = executor.submit(decisions.scale, self.group, **query)
+        return None
+
+
+def enforce_if_due(consumer: Any) -> str | None:
+    """Call after each `getmany()`/`getone()` of an AIOKafkaConsumer whose assignor `groupfit_assignor` made:
+    when this member leads the group and the interval has passed, it asks groupfit's decision in the background;
+    when the decision is `reass` and the guards allow it, it asks the coordinator to rejoin (a rebalance with the
+    same members) and returns the reason; else None, at once."""
+    for assignor in getattr(consumer, "_partition_assignment_strategy", ()):  # aiokafka-internal
+        reassigner = getattr(assignor, "reassignment", None)
+        if isinstance(reassigner, Reassigner):
+            return reassigner.enforce_if_due(consumer, assignor.generation)
+    return None
 
 
 def _distinct(members: dict[str, Member]) -> dict[str, Member]:
@@ -175,6 +294,7 @@ def _ask_service(
     identities: list[str],
     sizes: Mapping[str, float],
     partitions: list[TopicPartition],
+    params: Mapping[str, Any] | None = None,
 ) -> dict[TopicPartition, str]:
     """The service's assignment, partition → identity, within the deadline (rates read included). `sizes`:
     the members that advertised their own capacity."""
@@ -203,6 +323,7 @@ def _ask_service(
             "group": group,
             "members": [{"id": i, "capacity": sizes[i]} if i in sizes else i for i in identities],
             "partitions": [PartitionRate(*tp, float(known.get(tp, 0.0)), lags.get(tp)) for tp in partitions],
+            **({"params": dict(params)} if params is not None else {}),
         },
         timeout=remaining,
     )

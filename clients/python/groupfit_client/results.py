@@ -304,20 +304,26 @@ class Replay(Readable):
 
 @dataclass(frozen=True)
 class ScaleSignal(Readable):
-    """The answer of GET /v1/groups/{group}/scale: the consumers the group's algorithm needs for its stored
-    rates (`needed`) against those holding partitions now (`current`); `action` is up, down or none."""
+    """The answer of GET /v1/groups/{group}/scale: `action` is up, down, reass (the same members, reassigned:
+    trigger a rebalance) or none, with its `reason`; `needed` is the consumers it leads to (the group's own count
+    unless up or down), `current` the members of the stored assignment."""
 
     group: str
-    algorithm: str
+    algorithm: str  # the algorithm that sized the group (bfd where the group's own cannot without members)
     capacity: float
     needed: int
     current: int
     lower_bound: int  # ⌈Σ rate / C⌉
     total_rate: float
-    overloaded: list[str]  # consumers of the stored assignment above capacity at these rates
+    overloaded: list[str]  # members of the stored assignment above f_up × their capacity at these rates
     action: str
     reason: str
     rates_window_end: dt.datetime
+    unowned: int  # partitions of the group's topics no member holds
+    remove: list[str]  # on down: the members the smaller packing leaves out
+    rscore: float | None  # of the proposed reassignment, when one was computed
+    moves: int | None
+    gain: float | None  # excess above f_up × capacity the proposal removes, in consumers' capacities
     raw: Json = field(repr=False, compare=False)
 
 

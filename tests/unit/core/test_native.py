@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from app.core import native
+from app.core import extension, native
 from app.core.algorithm import get_algorithm
 from app.core.assign import Outcome, solve
 from app.core.model import Problem, build_problem
@@ -18,7 +18,24 @@ from app.core.model import Problem, build_problem
 pytestmark = pytest.mark.skipif(not native.AVAILABLE, reason="the compiled core is not installed")
 
 INSTANCES = 10_000
-IDS = ["c0", "c1", "c2", "c3", "c10", "c11", "a", "b7", "b7x", "surplus-0", "surplus-2", "m1", "m2", "m10"]
+IDS = [
+    "c0",
+    "c1",
+    "c2",
+    "c3",
+    "c10",
+    "c11",
+    "a",
+    "b7",
+    "b7x",
+    "surplus-0",
+    "surplus-2",
+    "m1",
+    "m2",
+    "m10",
+    "c01",
+    "m01",
+]
 
 
 def instance(rnd: random.Random, name: str) -> tuple[Problem, dict]:
@@ -101,13 +118,52 @@ def test_compiled_core_equals_the_reference(name: str) -> None:
             raise
 
 
-@pytest.mark.parametrize("ids", [["c01", "c1"], ["é1", "e2"]])
-def test_ids_it_cannot_order_go_to_the_reference(ids: list[str]) -> None:
-    """Ids whose natural order the compiled core does not reproduce (numbers with leading zeros tie with
-    others; non-ASCII digits) are solved by the reference."""
-    problem = build_problem([("t", 0), ("t", 1)], [60.0, 60.0], None, 100.0, {ids[0]: [("t", 0)], ids[1]: [("t", 1)]})
+def test_non_ascii_ids_go_to_the_reference() -> None:
+    """Ids whose natural order the compiled core does not reproduce (Python's \\d also matches other scripts'
+    digits) are solved by the reference."""
+    problem = build_problem([("t", 0), ("t", 1)], [60.0, 60.0], None, 100.0, {"é1": [("t", 0)], "e2": [("t", 1)]})
     assert native.solve(problem, "mwf", get_algorithm("mwf").parse_params({})) is None
     assert solve(problem, get_algorithm("mwf"), None, native=True).sparse is None
+
+
+def test_ids_whose_numbers_tie_are_ordered_by_the_id_in_both_cores() -> None:
+    """ "c01" and "c1" name the same number: the id itself decides ("c01" first), whatever the order they come
+    in (the delta's rows were a set's order), and the compiled core ranks them as the reference does."""
+    keys = [("t", 0), ("t", 1)]
+    for previous in (
+        {"c1": [("t", 0), ("gone", 0)], "c01": [("t", 1), ("gone", 1)]},
+        {"c01": [("t", 1), ("gone", 1)], "c1": [("t", 0), ("gone", 0)]},
+    ):
+        problem = build_problem(keys, [60.0, 60.0], None, 100.0, previous)
+        python = solve(problem, get_algorithm("bfd"), None)
+        compiled = solve(problem, get_algorithm("bfd"), None, native=True)
+        assert compiled.sparse is not None
+        same(python, compiled)
+        assert python.consumers == python.delta().rows == ["c01", "c1"]
+
+
+def test_the_compiled_table_matches_the_registry() -> None:
+    """The compiled core's table of algorithms (ALGORITHMS is its names) against the reference's registry: each
+    reads exactly the parameters of the algorithm's model, and a budget is honoured where the model has one."""
+    table = extension.module.ALGORITHM_TABLE  # type: ignore[union-attr]
+    assert [row["name"] for row in table] == list(extension.module.ALGORITHMS)  # type: ignore[union-attr]
+    for row in table:
+        model = get_algorithm(row["name"]).params
+        assert row["params"] == tuple(model.model_fields), row["name"]
+        assert row["budget"] == ("max_moves" in model.model_fields)
+        if row["kind"] == "any-fit":  # the registry's names: the rule's initial, "f", "d" when decreasing
+            assert row["name"] == row["fit"][0] + "f" + ("d" if row["decreasing"] else "")
+
+
+def test_parameters_come_complete() -> None:
+    """The compiled core holds no defaults: a parameter missing (or one it does not read) is a bug, said so."""
+    problem = build_problem([("t", 0)], [1.0], None, 100.0)
+    for name, params in (("least-loaded", {"mu": None}), ("mwf", {}), ("bfd", {"max_moves": 1})):
+        bulk = extension.module.from_objects(problem.keys, problem.rates, problem.lags, {}, None, {})  # type: ignore[union-attr]
+        with pytest.raises(RuntimeError, match="a bug"):
+            bulk.solve(name, 100.0, params)
+    # without parameters the reference's model gives its defaults
+    assert solve(problem, get_algorithm("mwf"), None, native=True).sparse is not None
 
 
 def test_choice_of_core() -> None:

@@ -31,7 +31,9 @@ public final class Api {
 
     /**
      * POST /v1/assign. Only what the assignors send; null fields are left out (the service's defaults). Each of
-     * {@code members} is a String or a {@link SizedMember} ({@link #member}), as the contract's anyOf allows.
+     * {@code members} is a String or a {@link SizedMember} ({@link #member}), as the contract's anyOf allows. With
+     * {@code assignment} the request reports an assignment computed elsewhere (the broker-side assignor's): the
+     * service checks it places every partition once, on members, and stores it as the group's next version.
      */
     @JsonInclude(JsonInclude.Include.NON_NULL)
     @JsonIgnoreProperties({"consumer_throughput", "dry_run", "expected_version", "iteration_s", "rebalance_s"})
@@ -42,7 +44,14 @@ public final class Api {
             List<Object> members,
             List<PartitionRate> partitions,
             Map<String, List<PartitionRef>> previous,
-            Map<String, Object> params) {}
+            Map<String, Object> params,
+            Map<String, List<PartitionRef>> assignment) {
+        /** A request for the service to compute. */
+        public AssignRequest(String algorithm, Double capacity, String group, List<Object> members,
+                List<PartitionRate> partitions, Map<String, List<PartitionRef>> previous, Map<String, Object> params) {
+            this(algorithm, capacity, group, members, partitions, previous, params, null);
+        }
+    }
 
     @JsonIgnoreProperties(ignoreUnknown = true)
     public record ConsumerLoad(
@@ -83,6 +92,15 @@ public final class Api {
             String group,
             Long version) {}
 
+    /** GET /v1/groups/{group}: what the broker-side assignor reads of it (the stored assignment is left out). */
+    @JsonIgnoreProperties(value = {"assignment"}, ignoreUnknown = true)
+    public record GroupState(
+            @JsonProperty(required = true) String group,
+            long version,
+            @JsonProperty(required = true) String algorithm,
+            double capacity,
+            @JsonProperty(value = "updated_at", required = true) String updatedAt) {}
+
     /** GET /v1/groups/{group}/rates. */
     @JsonIgnoreProperties(ignoreUnknown = true)
     public record StoredRates(
@@ -94,6 +112,26 @@ public final class Api {
     /** An error's code and sentence, without its details, which the assignors do not use. */
     @JsonIgnoreProperties(value = {"details"}, ignoreUnknown = true)
     public record ErrorDetail(@JsonProperty(required = true) String code, @JsonProperty(required = true) String message) {}
+
+    /** GET /v1/groups/{group}/scale: up, down, reass (the same members, reassigned) or none, and why. */
+    @JsonIgnoreProperties(ignoreUnknown = true)
+    public record ScaleSignal(
+            @JsonProperty(required = true) String group,
+            @JsonProperty(required = true) String algorithm,
+            double capacity,
+            int needed,
+            int current,
+            @JsonProperty("lower_bound") int lowerBound,
+            @JsonProperty("total_rate") double totalRate,
+            @JsonProperty(required = true) List<String> overloaded,
+            @JsonProperty(required = true) String action,
+            @JsonProperty(required = true) String reason,
+            @JsonProperty(value = "rates_window_end", required = true) String ratesWindowEnd,
+            int unowned,
+            @JsonProperty(required = true) List<String> remove,
+            Double rscore,
+            Integer moves,
+            Double gain) {}
 
     @JsonIgnoreProperties(ignoreUnknown = true)
     public record ErrorResponse(@JsonProperty(required = true) ErrorDetail error) {}

@@ -8,7 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.PriorityQueue;
 
-/** The local stand-in for the service, used when it cannot answer: balanced counts, previous owners kept. */
+/** Balanced counts, previous owners kept: the assignment when nothing is known of the rates. */
 public final class Balance {
     private Balance() {}
 
@@ -64,36 +64,6 @@ public final class Balance {
                 if (count.get(member) < quota.get(member)) {
                     open.add(member);
                 }
-            }
-        }
-        return owner;
-    }
-
-    /**
-     * Keeps every partition of `keep` whose owner is a member, and gives each other partition to the member holding
-     * fewest, ties by order: groupfit's newest answer for the same members, completed for what it did not cover.
-     */
-    public static <K> Map<K, String> complete(List<String> members, List<K> partitions, Map<K, String> keep) {
-        Map<K, String> owner = new LinkedHashMap<>();
-        Map<String, Integer> count = new HashMap<>();
-        Map<String, Integer> rank = new HashMap<>();
-        for (int i = 0; i < members.size(); i++) {
-            count.put(members.get(i), 0);
-            rank.put(members.get(i), i);
-        }
-        for (K partition : partitions) {
-            String kept = keep.get(partition);
-            if (kept != null && count.containsKey(kept)) {
-                owner.put(partition, kept);
-                count.merge(kept, 1, Integer::sum);
-            }
-        }
-        for (K partition : partitions) {
-            if (!owner.containsKey(partition) && !members.isEmpty()) {
-                String fewest = members.stream()
-                        .min(Comparator.comparing((String m) -> count.get(m)).thenComparing(rank::get)).orElseThrow();
-                owner.put(partition, fewest);
-                count.merge(fewest, 1, Integer::sum);
             }
         }
         return owner;

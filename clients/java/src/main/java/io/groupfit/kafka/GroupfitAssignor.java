@@ -28,12 +28,16 @@ import org.slf4j.LoggerFactory;
  * ({@link MemberData}). The group's leader sends the group's partitions (from the cluster metadata) with the rates
  * stored in groupfit, the previous owners and the members (each with the capacity it advertises, if any) to POST
  * /v1/assign, and maps the answer, keyed by identity, back to member ids. When groupfit does not answer within {@code groupfit.timeout.ms}, errors, or answers
- * something that does not fit the group, the leader assigns locally ({@link Balance#sticky}) and logs why: a
- * rebalance never fails because groupfit is down.
+ * something that does not fit the group, the leader assigns locally and logs why: by the same algorithm in the
+ * Java core ({@link io.groupfit.kafka.core}) on the last rates it read, else by balanced counts ({@link
+ * Balance#sticky}). A rebalance never fails because groupfit is down.
  *
  * <p>With {@code groupfit.rebalance.protocol=cooperative} a partition that changes member is first revoked from its
  * owner and given to its new member in the follow-up rebalance (as CooperativeStickyAssignor does), so no partition
  * is owned by two members at once; the follow-up completes the same target without asking again.
+ *
+ * <p>With {@code groupfit.reassign.interval.ms} set, the leader also rebalances the group when the rates drift and the
+ * membership does not: the application calls {@link GroupfitRebalance#enforceIfDue} after each poll.
  */
 public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable {
     public static final String URL = "groupfit.url";
@@ -46,6 +50,8 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
     public static final String IDENTITY = "groupfit.identity";
     public static final String REBALANCE_PROTOCOL = "groupfit.rebalance.protocol";
     public static final String RATES_MAX_AGE_MS = "groupfit.rates.max.age.ms";
+    /** The algorithm's parameters, a JSON object (e.g. least-loaded's {"mu":200,"w_sla":0.5}). */
+    public static final String PARAMS = "groupfit.params";
 
     private static final Logger log = LoggerFactory.getLogger(GroupfitAssignor.class);
 
@@ -72,6 +78,8 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
     private Map<TopicPartition, String> lastTarget = Map.of();
     private List<String> lastMembers = List.of();
     private volatile Report lastReport;
+    // The leader's check for a rebalance when the rates drift (GroupfitRebalance), kept apart from assign().
+    private Reassigner reassigner;
 
     @Override
     public void configure(Map<String, ?> configs) {
@@ -102,7 +110,20 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
         Object token = configs.get(TOKEN);
         GroupfitClient client = new GroupfitClient(url.toString(), token == null ? null : token.toString(), timeout);
         Duration ratesMaxAge = Duration.ofMillis(Long.parseLong(setting(configs, RATES_MAX_AGE_MS, "10000")));
-        service = new GroupfitService(client, setting(configs, ALGORITHM, "mwf"), ratesMaxAge);
+        service = new GroupfitService(client, setting(configs, ALGORITHM, "mwf"), params(configs.get(PARAMS)), ratesMaxAge);
+        reassigner = Reassigner.configure(configs, service, group, timeout);
+    }
+
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> params(Object value) {
+        if (value == null || value.toString().isBlank()) {
+            return null;
+        }
+        try {
+            return GroupfitClient.JSON.readValue(value.toString(), Map.class);
+        } catch (java.io.IOException e) {
+            throw new ConfigException(PARAMS, value, "must be a JSON object, e.g. {\"mu\":200,\"w_sla\":0.5}");
+        }
     }
 
     static String setting(Map<String, ?> configs, String key, String otherwise) {
@@ -138,6 +159,7 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
         // Every member is about to join and any may become the leader: read the rates now, while the group
         // gathers, so the leader's assign() makes one call instead of two.
         service.rates(group, timeout);
+        reassigner.joining();
         return new MemberData(identity, capacity, owned, generation).encode();
     }
 
@@ -145,6 +167,7 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
     public void onAssignment(Assignment assignment, ConsumerGroupMetadata metadata) {
         owned = List.copyOf(assignment.partitions());
         generation = metadata.generationId();
+        reassigner.joined(metadata);
     }
 
     public Report lastReport() {
@@ -167,6 +190,8 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
                     .forEach(partitions::add);
         }
         Map<TopicPartition, String> current = currentOwners(members, new HashSet<>(partitions));
+        Map<String, Double> sizes = new HashMap<>(); // the members that advertise a capacity of their own
+        members.stream().filter(m -> m.capacity() != null).forEach(m -> sizes.put(m.identity(), m.capacity()));
         boolean homogeneous = subscriptions.values().stream().map(s -> new HashSet<>(s.topics())).distinct().count() <= 1;
 
         Map<TopicPartition, String> target;
@@ -181,8 +206,6 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
                 if (!homogeneous) {
                     throw new GroupfitService.UnusableAnswer("members subscribe to different topics");
                 }
-                Map<String, Double> sizes = new HashMap<>();
-                members.stream().filter(m -> m.capacity() != null).forEach(m -> sizes.put(m.identity(), m.capacity()));
                 GroupfitService.Answer answer = service.ask(
                                 group, defaultCapacity, identities, sizes, partitions, current, timeout)
                         .get(timeout.toNanos(), TimeUnit.NANOSECONDS);
@@ -203,8 +226,9 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
                 report = null;
             }
             if (target == null) {
-                log.warn("groupfit gave group {} no usable assignment ({}); assigning locally", group, reason);
-                target = fallback(members, partitions, current, subscriptions);
+                Local local = fallback(members, identities, partitions, current, subscriptions, homogeneous);
+                log.warn("groupfit gave group {} no usable assignment ({}); assigned locally {}", group, reason, local.how());
+                target = local.owner();
                 report = new Report("fallback", reason, null, 0, List.of(), null, members.size(), partitions.size(), 0);
             }
         }
@@ -219,6 +243,7 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
             mine.sort(Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition));
             assignments.put(member.memberId(), new Assignment(mine));
         }
+        reassigner.led(!report.source().equals("fallback"), sizes);
         long micros = (System.nanoTime() - started) / 1000;
         lastReport = new Report(report.source(), report.reason(), report.rscore(), report.moves(),
                 report.overloadedMembers(), report.recommendedConsumers(), report.members(), report.partitions(), micros);
@@ -295,8 +320,38 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
         return now;
     }
 
+    /** A local assignment and how it was made. */
+    record Local(Map<TopicPartition, String> owner, String how) {}
+
+    /**
+     * Without the service: its algorithm in the local Java core on the last rates read (the configured algorithm if
+     * the core runs it, else MWF), with the members' capacities and the last capacity the service used when the
+     * leader has no {@code groupfit.default.capacity}; without rates or a capacity, or when members subscribe to
+     * different topics: balanced counts.
+     */
+    Local fallback(List<Member> members, List<String> identities, List<TopicPartition> partitions,
+            Map<TopicPartition, String> current, Map<String, Subscription> subscriptions, boolean homogeneous) {
+        Map<TopicPartition, Api.PartitionRate> rates = service.lastRates(group);
+        Double used = defaultCapacity != null ? defaultCapacity : service.lastCapacity(group);
+        String missing = !homogeneous ? "members subscribe to different topics"
+                : rates == null || partitions.stream().noneMatch(rates::containsKey) ? "no rates were read"
+                : used == null ? "no capacity is known" : null;
+        if (missing == null) {
+            String name = io.groupfit.kafka.core.Algorithm.runs(service.algorithm()) ? service.algorithm() : "mwf";
+            Map<String, Double> sizes = new HashMap<>();
+            members.stream().filter(m -> m.capacity() != null).forEach(m -> sizes.put(m.identity(), m.capacity()));
+            try {
+                return new Local(LocalCore.solve(io.groupfit.kafka.core.Algorithm.of(name, Map.of()), used, identities,
+                        sizes, partitions, rates, current), "by " + name + " in the Java core on the last rates read");
+            } catch (IllegalArgumentException e) {
+                missing = e.getMessage();
+            }
+        }
+        return new Local(balancedCounts(members, partitions, current, subscriptions), "by balanced counts (" + missing + ")");
+    }
+
     /** Balance.sticky per set of members that may read a topic (all members when subscriptions agree). */
-    static Map<TopicPartition, String> fallback(List<Member> members, List<TopicPartition> partitions,
+    static Map<TopicPartition, String> balancedCounts(List<Member> members, List<TopicPartition> partitions,
             Map<TopicPartition, String> current, Map<String, Subscription> subscriptions) {
         Map<String, List<String>> readersOf = new HashMap<>();
         Map<List<String>, List<TopicPartition>> byReaders = new LinkedHashMap<>(); // partitions come sorted

@@ -1,7 +1,12 @@
 package io.groupfit.kafka;
 
+import com.fasterxml.jackson.core.type.TypeReference;
+import io.groupfit.kafka.core.Algorithm;
+import io.groupfit.kafka.core.Outcome;
+import io.groupfit.kafka.core.Problem;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -13,12 +18,14 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
@@ -28,7 +35,6 @@ import org.apache.kafka.clients.admin.ListTopicsOptions;
 import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.TopicListing;
 import org.apache.kafka.common.Configurable;
-import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.coordinator.group.api.assignor.ConsumerGroupPartitionAssignor;
@@ -37,70 +43,84 @@ import org.apache.kafka.coordinator.group.api.assignor.GroupSpec;
 import org.apache.kafka.coordinator.group.api.assignor.MemberAssignment;
 import org.apache.kafka.coordinator.group.api.assignor.PartitionAssignorException;
 import org.apache.kafka.coordinator.group.api.assignor.SubscribedTopicDescriber;
+import org.apache.kafka.coordinator.group.api.assignor.SubscriptionType;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A broker-side assignor for KIP-848 consumer groups that asks groupfit (broker: {@code
- * group.consumer.assignors=io.groupfit.kafka.GroupfitBrokerAssignor,uniform,range}; consumers:
- * {@code group.remote.assignor=groupfit}).
+ * A broker-side assignor for KIP-848 consumer groups that assigns by rate in the broker (broker: {@code
+ * group.consumer.assignors=uniform,range,io.groupfit.kafka.GroupfitBrokerAssignor}; consumers: {@code
+ * group.remote.assignor=groupfit}).
  *
- * <p>The coordinator calls {@link #assign} on its own thread whenever a group's epoch changes (a member joins or
- * leaves, a subscription changes) and nothing else: an answer that arrives later is applied only at the next
- * change. So this assignor asks synchronously, strictly bounded by {@code groupfit.assign.timeout.ms} (20 ms by
- * default): one POST /v1/assign on a kept connection, everything else prepared in the background. The group
- * spec names neither the group nor the topics (only member and topic ids), so a background thread learns them
- * from the broker itself through an Admin client (which group each member id is in; each topic id's name) and
- * keeps the group's stored rates fresh. When the group or a topic is not known yet, groupfit errs or the bound
- * passes, the assignment is a uniform sticky one ({@link Balance#sticky}) over the newest answer groupfit gave
- * for the group (members that left dropped), else over the current assignment; a late answer is kept for that.
+ * <p>The coordinator calls {@link #assign} on its own thread whenever a group's epoch changes, and an answer that
+ * arrives later is applied only at the next change. So {@code assign()} waits on nothing: it computes the
+ * assignment with groupfit's algorithms in Java ({@link io.groupfit.kafka.core}) from what a background thread
+ * learnt before, and hands the answer to another thread that reports it to groupfit (POST /v1/assign with the
+ * assignment given), so the group's history, metrics and console stay whole. The background thread learns from
+ * the broker itself, through an Admin client, what the group spec does not say (which group each member id is
+ * in; each topic id's name), and from groupfit, every {@code groupfit.refresh.ms}, each group's stored rates and
+ * its algorithm and capacity (GET /v1/groups/{group}/rates and GET /v1/groups/{group}).
  *
- * <p>Member identities sent to groupfit are the members' group.instance.id, else their member id. Members send the
- * coordinator no data of their own, so a member's capacity is what {@code groupfit.member.capacities} says for its
- * instance id; the others are sent as bare ids, with {@code groupfit.capacity}.
+ * <p>Until the group, its topics, its rates and a capacity are known (the group's very first assignments), or when
+ * members subscribe to different topics, the assignment is a uniform sticky one ({@link Balance#sticky}) over the
+ * current assignment, logged. Member identities are the members' group.instance.id, else their member id; a
+ * member's capacity is what {@code groupfit.member.capacities} says for its identity, else the capacity.
  */
 public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, Configurable, AutoCloseable {
     public static final String URL = "groupfit.url";
     public static final String TOKEN = "groupfit.token";
-    public static final String TIMEOUT_MS = "groupfit.assign.timeout.ms";
     public static final String CAPACITY = "groupfit.capacity";
     public static final String MEMBER_CAPACITIES = "groupfit.member.capacities";
     public static final String ALGORITHM = "groupfit.algorithm";
-    public static final String RATES_MAX_AGE_MS = "groupfit.rates.max.age.ms";
+    public static final String PARAMS = "groupfit.params";
+    public static final String REFRESH_MS = "groupfit.refresh.ms";
     public static final String BOOTSTRAP_SERVERS = "groupfit.bootstrap.servers";
 
     private static final Logger log = LoggerFactory.getLogger(GroupfitBrokerAssignor.class);
-    /** How long an answer may take to be kept for a later change, beyond the bound the coordinator waits. */
-    private static final Duration LATE = Duration.ofSeconds(5);
+    /** How long one background read or report may take. */
+    private static final Duration CALL = Duration.ofSeconds(10);
+    /** Reports waiting to be sent; past it the oldest is dropped (logged): the service is far behind or down. */
+    private static final int REPORTS_QUEUED = 64;
 
-    /** A partition as the group spec names it. */
-    record IdPartition(Uuid topicId, int partition) {}
+    /** A topic's stored rates and lags, by partition number (NaN: none stored). */
+    record TopicRates(double[] rate, double[] lag) {}
 
-    /** groupfit's newest answer for a group, identity-keyed. */
-    record Latest(Map<TopicPartition, String> owner, Set<String> members) {}
+    /**
+     * What the background knows of a group: its stored rates by topic (null: none stored yet), the algorithm the
+     * core runs for it (the group's stored one when the core runs it, else the configured one) and the group's
+     * stored capacity (null: none).
+     */
+    record Knowledge(Map<String, TopicRates> rates, Algorithm algorithm, Double storedCapacity) {}
 
     /** How one assign() went: where the target came from, why, and how long it held the calling thread. */
-    public record Report(String group, String source, String reason, int members, int partitions, long micros) {}
+    public record Report(String group, String source, String algorithm, String reason, int members, int partitions,
+            int moves, double rscore, long micros) {}
 
-    private GroupfitService service;
-    private Duration timeout;
+    private GroupfitClient client;
     private Double capacity;
     private Map<String, Double> memberCapacities;
+    private Algorithm configured;
+    private Duration refresh;
     private Properties adminConfig;
     private final Map<String, String> groupOfMember = new ConcurrentHashMap<>();
     private final Map<Uuid, String> topicNames = new ConcurrentHashMap<>();
-    final Map<String, Latest> latest = new ConcurrentHashMap<>(); // by group; read by tests
+    final Map<String, Knowledge> knowledge = new ConcurrentHashMap<>(); // by group; read by tests
     private final Set<String> resolving = ConcurrentHashMap.newKeySet();
-    private final ExecutorService background = Executors.newSingleThreadExecutor(runnable -> {
+    private final ScheduledExecutorService background = Executors.newSingleThreadScheduledExecutor(runnable -> {
         Thread thread = new Thread(runnable, "groupfit-assignor-background");
         thread.setDaemon(true);
         return thread;
     });
-    private final ExecutorService calls = Executors.newCachedThreadPool(runnable -> {
-        Thread thread = new Thread(runnable, "groupfit-assignor-call");
-        thread.setDaemon(true);
-        return thread;
-    });
+    private final ThreadPoolExecutor reporter = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS,
+            new ArrayBlockingQueue<>(REPORTS_QUEUED), runnable -> {
+                Thread thread = new Thread(runnable, "groupfit-assignor-report");
+                thread.setDaemon(true);
+                return thread;
+            }, (dropped, executor) -> {
+                executor.getQueue().poll();
+                executor.getQueue().offer(dropped);
+                log.warn("groupfit assignor: {} reports wait for groupfit; the oldest is dropped", REPORTS_QUEUED);
+            });
     private volatile Admin admin;
     volatile CompletableFuture<Void> warm = CompletableFuture.completedFuture(null);
     private volatile Report lastReport;
@@ -110,55 +130,61 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         return "groupfit";
     }
 
+    /** The client the background and the reports use (a test counts who calls it). */
+    GroupfitClient client(String url, String token) {
+        return new GroupfitClient(url, token, Duration.ofSeconds(2));
+    }
+
     @Override
     public void configure(Map<String, ?> configs) {
         String url = GroupfitAssignor.setting(configs, URL, "");
         if (url.isBlank()) {
             throw new ConfigException(URL, url, "GroupfitBrokerAssignor needs groupfit's URL, e.g. http://groupfit:8000");
         }
-        timeout = Duration.ofMillis(Long.parseLong(GroupfitAssignor.setting(configs, TIMEOUT_MS, "20")));
         String capacitySetting = GroupfitAssignor.setting(configs, CAPACITY, "");
         capacity = capacitySetting.isBlank() ? null : GroupfitAssignor.positive(CAPACITY, capacitySetting);
         memberCapacities = memberCapacities(GroupfitAssignor.setting(configs, MEMBER_CAPACITIES, ""));
-        Duration ratesMaxAge = Duration.ofMillis(Long.parseLong(GroupfitAssignor.setting(configs, RATES_MAX_AGE_MS, "10000")));
-        // Connecting is not bounded by the assign timeout: a new connection waits for the next assign().
-        GroupfitClient client = new GroupfitClient(url, GroupfitAssignor.setting(configs, TOKEN, ""), Duration.ofSeconds(2));
-        service = new GroupfitService(client, GroupfitAssignor.setting(configs, ALGORITHM, "mwf"), ratesMaxAge);
-        warm = warmUp(client);
+        configured = algorithm(GroupfitAssignor.setting(configs, ALGORITHM, "mwf"),
+                GroupfitAssignor.setting(configs, PARAMS, ""));
+        refresh = Duration.ofMillis(Long.parseLong(GroupfitAssignor.setting(configs, REFRESH_MS, "10000")));
+        client = client(url, GroupfitAssignor.setting(configs, TOKEN, ""));
         adminConfig = new Properties();
         adminConfig.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap(configs));
         adminConfig.put(AdminClientConfig.CLIENT_ID_CONFIG, "groupfit-broker-assignor");
         adminConfig.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
         adminConfig.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "15000");
+        background.scheduleWithFixedDelay(this::refreshAll, refresh.toMillis(), refresh.toMillis(), TimeUnit.MILLISECONDS);
+        warm = CompletableFuture.runAsync(GroupfitBrokerAssignor::warmUp, background);
     }
 
-    /** Load the HTTP and JSON classes and open a connection now, so the first bounded call is not a cold one. */
-    private CompletableFuture<Void> warmUp(GroupfitClient client) {
-        return CompletableFuture.runAsync(() -> {
-            try {
-                GroupfitClient.JSON.writeValueAsBytes(new Api.AssignRequest("mwf", 1.0, "g", List.of("a"),
-                        List.of(new Api.PartitionRate("t", 0, 1.0, null)), Map.of("a", List.of(new Api.PartitionRef("t", 0))),
-                        null));
-                GroupfitClient.JSON.readValue(WARM_UP_ANSWER, Api.AssignResponse.class);
-                GroupfitService.check(GroupfitClient.JSON.readValue(WARM_UP_ANSWER, Api.AssignResponse.class),
-                        List.of("a"), List.of(new TopicPartition("t", 0)));
-                Balance.sticky(List.of("a", "b"), List.of(1, 2, 3), Map.of(1, "b"));
-                // A stateless request (no group: nothing is stored) warms both ends of the first real call.
-                client.assign(new Api.AssignRequest("mwf", 1.0, null, null,
-                                List.of(new Api.PartitionRate("warm-up", 0, 1.0, null)), null, null), Duration.ofSeconds(5))
-                        .handle((r, e) -> null).get(6, TimeUnit.SECONDS);
-            } catch (Exception e) {
-                log.warn("groupfit assignor: warming up failed: {}", GroupfitService.reason(e));
+    /** groupfit.algorithm and groupfit.params (a JSON object), checked now: a typo fails the broker's start. */
+    static Algorithm algorithm(String name, String params) {
+        try {
+            Map<String, Object> parsed = params.isBlank() ? Map.of()
+                    : GroupfitClient.JSON.readValue(params, new TypeReference<Map<String, Object>>() {});
+            return Algorithm.of(name, parsed);
+        } catch (IllegalArgumentException | java.io.IOException e) {
+            throw new ConfigException(ALGORITHM + " / " + PARAMS, name + " " + params, e.getMessage());
+        }
+    }
+
+    /** Loads and compiles the core's classes on a small group now, so the first assign() is not a cold one. */
+    private static void warmUp() {
+        for (int round = 0; round < 200; round++) {
+            Problem.Builder builder = new Problem.Builder(10, 64);
+            int topic = builder.topic("warm-up");
+            for (int p = 0; p < 64; p++) {
+                builder.partition(topic, p, (p * 7 + round) % 11, Double.NaN);
             }
-        }, calls);
+            for (int m = 0; m < 4; m++) {
+                builder.member(builder.consumer("m" + m), Double.NaN);
+            }
+            for (int p = 0; p < 64; p++) {
+                builder.previous(builder.consumer("m" + (p % 4)), p);
+            }
+            Algorithm.of("mwf", Map.of()).solve(builder.build());
+        }
     }
-
-    private static final String WARM_UP_ANSWER = "{\"algorithm\":\"mwf\",\"capacity\":1,\"assignment\":{\"a\":"
-            + "[{\"topic\":\"t\",\"partition\":0}]},\"consumers\":[{\"id\":\"a\",\"load\":1,\"utilization\":1,"
-            + "\"partition_count\":1}],\"moves\":[{\"topic\":\"t\",\"partition\":0,\"from\":\"b\",\"to\":\"a\","
-            + "\"rate\":1}],\"delta\":{\"rows\":[],\"columns\":[],\"cells\":[]},\"rscore\":1,\"consumer_count\":1,"
-            + "\"lower_bound\":1,\"overloaded_partitions\":[],\"overloaded_members\":[],\"recommended_consumers\":null,"
-            + "\"outputs\":{},\"group\":\"g\",\"version\":1}";
 
     /** groupfit.member.capacities: {@code instance-id:capacity} pairs, comma-separated. */
     static Map<String, Double> memberCapacities(String setting) {
@@ -206,19 +232,25 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         return lastReport;
     }
 
-    /** What the background would learn from the broker (for tests without one). */
+    /** What the background would learn from the broker (for tests and the benchmark without one). */
     void remember(Map<String, String> groups, Map<Uuid, String> names) {
         groupOfMember.putAll(groups);
         topicNames.putAll(names);
+    }
+
+    /** What the background would learn from groupfit (for the benchmark without a service). */
+    void remember(String group, Api.StoredRates rates, Api.GroupState state) {
+        knowledge.put(group, knowledge(rates, state));
     }
 
     @Override
     public GroupAssignment assign(GroupSpec groupSpec, SubscribedTopicDescriber describer)
             throws PartitionAssignorException {
         long started = System.nanoTime();
-        List<String> memberIds = new ArrayList<>(new TreeSet<>(groupSpec.memberIds()));
-        Map<String, String> identityOf = new HashMap<>();
-        Map<String, String> memberOf = new HashMap<>();
+        String[] memberIds = groupSpec.memberIds().toArray(new String[0]);
+        Arrays.sort(memberIds);
+        Map<String, String> identityOf = new HashMap<>(2 * memberIds.length);
+        Map<String, String> memberOf = new HashMap<>(2 * memberIds.length);
         for (String memberId : memberIds) {
             String identity = groupSpec.memberSubscription(memberId).instanceId().orElse(memberId);
             if (memberOf.putIfAbsent(identity, memberId) != null) {
@@ -227,33 +259,32 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             }
             identityOf.put(memberId, identity);
         }
-        Map<Uuid, List<String>> readers = new TreeMap<>();
-        for (String memberId : memberIds) {
-            for (Uuid topicId : groupSpec.memberSubscription(memberId).subscribedTopicIds()) {
-                readers.computeIfAbsent(topicId, t -> new ArrayList<>()).add(identityOf.get(memberId));
+        Set<Uuid> subscribed = new HashSet<>();
+        boolean homogeneous = true;
+        if (groupSpec.subscriptionType() == SubscriptionType.HOMOGENEOUS && memberIds.length > 0) {
+            subscribed.addAll(groupSpec.memberSubscription(memberIds[0]).subscribedTopicIds());
+        } else {
+            for (String memberId : memberIds) {
+                subscribed.addAll(groupSpec.memberSubscription(memberId).subscribedTopicIds());
+            }
+            for (String memberId : memberIds) {
+                homogeneous &= groupSpec.memberSubscription(memberId).subscribedTopicIds().size() == subscribed.size();
             }
         }
-        List<IdPartition> partitions = new ArrayList<>();
-        readers.forEach((topicId, who) -> {
-            int count = describer.numPartitions(topicId);
-            for (int p = 0; p < count; p++) {
-                if (groupSpec.isPartitionAssignable(topicId, p)) {
-                    partitions.add(new IdPartition(topicId, p));
-                }
-            }
-        });
-        Map<IdPartition, String> current = new HashMap<>();
+        String group = null;
         for (String memberId : memberIds) {
-            groupSpec.memberAssignment(memberId).partitions().forEach((topicId, ps) ->
-                    ps.forEach(p -> current.put(new IdPartition(topicId, p), identityOf.get(memberId))));
+            group = groupOfMember.get(memberId);
+            if (group != null) {
+                break;
+            }
         }
-
-        String group = memberIds.stream().map(groupOfMember::get).filter(g -> g != null).findFirst().orElse(null);
-        boolean named = readers.keySet().stream().allMatch(topicNames::containsKey);
-        boolean homogeneous = readers.values().stream().allMatch(who -> who.size() == memberIds.size());
-        Map<IdPartition, String> target = null;
+        boolean named = subscribed.stream().allMatch(topicNames::containsKey);
+        Knowledge known = group == null ? null : knowledge.get(group);
+        Double used = capacity != null ? capacity : known == null ? null : known.storedCapacity();
         String reason;
-        if (memberIds.isEmpty() || partitions.isEmpty()) {
+        GroupAssignment assignment = null;
+        Outcome outcome = null;
+        if (memberIds.length == 0 || subscribed.isEmpty()) {
             reason = "nothing to assign";
         } else if (group == null) {
             reason = "the group of these members is not known yet";
@@ -261,103 +292,257 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             reason = "a subscribed topic's name is not known yet";
         } else if (!homogeneous) {
             reason = "members subscribe to different topics";
+        } else if (known == null || known.rates() == null) {
+            reason = "no rates are known for the group yet";
+        } else if (used == null) {
+            reason = "no capacity: set " + CAPACITY + " or store one for the group";
         } else {
-            List<String> identities = memberIds.stream().map(identityOf::get).sorted().toList();
-            List<TopicPartition> named_ = partitions.stream().map(this::named).toList();
-            Map<TopicPartition, String> previous = new HashMap<>();
-            current.forEach((p, identity) -> previous.put(named(p), identity));
-            // The whole call runs on another thread, so this one waits for the bound and no longer (building the
-            // request, a new connection); the HTTP timeout is longer, so a late answer still arrives and is kept.
-            String askedFor = group;
-            CompletableFuture<GroupfitService.Answer> asked = CompletableFuture
-                    .supplyAsync(() -> service.ask(askedFor, capacity, identities, memberCapacities, named_, previous,
-                            LATE), calls)
-                    .thenCompose(future -> future);
-            asked.thenAccept(answer -> latest.put(askedFor, new Latest(answer.owner(), Set.copyOf(identities))));
             try {
-                Map<TopicPartition, String> owner = asked.get(
-                        Math.max(0, timeout.toNanos() - (System.nanoTime() - started)), TimeUnit.NANOSECONDS).owner();
-                target = new HashMap<>();
-                for (IdPartition p : partitions) {
-                    target.put(p, owner.get(named(p)));
+                Computed computed = compute(groupSpec, describer, memberIds, identityOf, memberOf, subscribed, known,
+                        used);
+                if (computed == null) {
+                    reason = "no rates are stored for the group's partitions";
+                } else {
+                    outcome = computed.outcome();
+                    assignment = computed.assignment();
+                    report(group, known.algorithm(), used, outcome, computed.topicIds(), known.rates());
+                    reason = "";
                 }
-                reason = "";
-            } catch (TimeoutException e) {
-                reason = "no answer within " + timeout.toMillis() + " ms (a late one is kept for the next change)";
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                reason = "interrupted";
-            } catch (Exception e) {
-                reason = GroupfitService.reason(e);
+            } catch (IllegalArgumentException e) {
+                reason = e.getMessage();
             }
         }
-        String source = target != null ? "service" : "fallback";
-        if (target == null) {
-            target = fallback(group, identityOf, readers, partitions, current);
+        int partitions;
+        if (assignment == null) {
+            Fallback fallback = fallback(groupSpec, describer, memberIds, identityOf, subscribed);
+            assignment = fallback.assignment();
+            partitions = fallback.partitions();
+        } else {
+            partitions = outcome.problem().size();
         }
-        GroupAssignment assignment = assignment(memberIds, identityOf, target);
         long micros = (System.nanoTime() - started) / 1000;
-        lastReport = new Report(group, source, reason, memberIds.size(), partitions.size(), micros);
-        prepare(group, memberIds, readers.keySet());
-        log.info("groupfit assignor: group {}, {} partitions to {} members via {}{}; held the coordinator {} ms",
-                group, partitions.size(), memberIds.size(), source, reason.isEmpty() ? "" : " (" + reason + ")",
-                micros / 1000.0);
+        String source = outcome != null ? "core" : "fallback";
+        String algorithm = outcome != null ? outcome.algorithm() : "uniform-sticky";
+        lastReport = new Report(group, source, algorithm, reason, memberIds.length, partitions,
+                outcome == null ? 0 : outcome.moves(), outcome == null ? 0 : outcome.rscore(), micros);
+        prepare(group, memberIds, subscribed);
+        if (outcome != null) {
+            log.info("groupfit assignor: group {}, {} partitions to {} members via core ({}; rscore {}, {} moves, "
+                    + "overloaded {}); held the coordinator {} ms", group, partitions, memberIds.length, algorithm,
+                    outcome.rscore(), outcome.moves(), outcome.overloaded(), micros / 1000.0);
+        } else {
+            log.info("groupfit assignor: group {}, {} partitions to {} members via fallback ({}); held the "
+                    + "coordinator {} ms", group, partitions, memberIds.length, reason, micros / 1000.0);
+        }
         return assignment;
     }
 
-    private TopicPartition named(IdPartition p) {
-        return new TopicPartition(topicNames.get(p.topicId()), p.partition());
-    }
+    private record Computed(Outcome outcome, GroupAssignment assignment, Uuid[] topicIds) {}
 
-    /**
-     * Without a fresh answer: groupfit's newest answer for the group when it was for these members (completed for
-     * new partitions); else balanced counts per set of readers, sticky to that answer (members that left dropped)
-     * or, without one, to the current assignment.
-     */
-    private Map<IdPartition, String> fallback(String group, Map<String, String> identityOf,
-            Map<Uuid, List<String>> readers, List<IdPartition> partitions, Map<IdPartition, String> current) {
-        Map<IdPartition, String> start = new HashMap<>(current);
-        Latest newest = group == null ? null : latest.get(group);
-        Set<String> present = new HashSet<>(identityOf.values());
-        if (newest != null) {
-            for (IdPartition p : partitions) {
-                String name = topicNames.get(p.topicId());
-                String owner = name == null ? null : newest.owner().get(new TopicPartition(name, p.partition()));
-                if (owner != null && present.contains(owner)) {
-                    start.put(p, owner);
+    /** The core's assignment, or null when none of the partitions has a stored rate. */
+    private Computed compute(GroupSpec groupSpec, SubscribedTopicDescriber describer, String[] memberIds,
+            Map<String, String> identityOf, Map<String, String> memberOf, Set<Uuid> subscribed, Knowledge known,
+            double used) {
+        // Topics by name, partitions by number: the request order is the (topic, partition) order.
+        Uuid[] topicIds = subscribed.toArray(new Uuid[0]);
+        Arrays.sort(topicIds, (a, b) -> topicNames.get(a).compareTo(topicNames.get(b)));
+        int total = 0;
+        int[] counts = new int[topicIds.length];
+        for (int t = 0; t < topicIds.length; t++) {
+            counts[t] = describer.numPartitions(topicIds[t]);
+            total += counts[t];
+        }
+        Problem.Builder builder = new Problem.Builder(used, total);
+        Map<Uuid, int[]> indexOf = new HashMap<>(2 * topicIds.length);
+        boolean anyRate = false;
+        for (int t = 0; t < topicIds.length; t++) {
+            String name = topicNames.get(topicIds[t]);
+            int topic = builder.topic(name);
+            TopicRates rates = known.rates().get(name);
+            int[] index = new int[counts[t]];
+            for (int p = 0; p < counts[t]; p++) {
+                index[p] = -1;
+                if (groupSpec.isPartitionAssignable(topicIds[t], p)) {
+                    double rate = rates == null || p >= rates.rate().length ? Double.NaN : rates.rate()[p];
+                    anyRate |= !Double.isNaN(rate);
+                    index[p] = builder.partition(topic, p, Double.isNaN(rate) ? 0.0 : rate,
+                            rates == null || p >= rates.lag().length ? Double.NaN : rates.lag()[p]);
+                }
+            }
+            indexOf.put(topicIds[t], index);
+        }
+        if (!anyRate) {
+            return null; // all rates zero would put every partition on one member: balanced counts serve better
+        }
+        int[] consumer = new int[memberIds.length];
+        for (int m = 0; m < memberIds.length; m++) {
+            String identity = identityOf.get(memberIds[m]);
+            consumer[m] = builder.consumer(identity);
+            builder.member(consumer[m], memberCapacities.getOrDefault(identity, Double.NaN));
+        }
+        for (int m = 0; m < memberIds.length; m++) {
+            for (Map.Entry<Uuid, Set<Integer>> held : groupSpec.memberAssignment(memberIds[m]).partitions().entrySet()) {
+                int[] index = indexOf.get(held.getKey());
+                if (index == null) {
+                    continue; // a topic no longer subscribed
+                }
+                for (int p : held.getValue()) {
+                    if (p < index.length && index[p] >= 0) {
+                        builder.previous(consumer[m], index[p]);
+                    }
                 }
             }
         }
-        boolean sameMembers = newest != null && newest.members().equals(present);
-        Map<Uuid, List<String>> sortedReaders = new HashMap<>();
-        Map<List<String>, List<IdPartition>> byReaders = new LinkedHashMap<>(); // partitions come in topic order
-        for (IdPartition p : partitions) {
-            List<String> who = sortedReaders.computeIfAbsent(p.topicId(), t -> readers.get(t).stream().sorted().toList());
-            byReaders.computeIfAbsent(who, r -> new ArrayList<>()).add(p);
+        Outcome outcome = known.algorithm().solve(builder.build());
+        Problem problem = outcome.problem();
+        Map<String, MemberAssignment> members = new HashMap<>(2 * memberIds.length);
+        int[] perTopic = new int[topicIds.length];
+        for (int i = 0; i < outcome.consumerCount(); i++) {
+            int[] held = outcome.partitions(i);
+            Arrays.fill(perTopic, 0);
+            for (int j : held) {
+                perTopic[problem.topicIndex(j)]++;
+            }
+            Map<Uuid, Set<Integer>> mine = new HashMap<>(2 * topicIds.length);
+            @SuppressWarnings("unchecked")
+            Set<Integer>[] sets = new Set[topicIds.length];
+            for (int j : held) {
+                int t = problem.topicIndex(j);
+                if (sets[t] == null) {
+                    sets[t] = new HashSet<>((int) (perTopic[t] / 0.75f) + 1);
+                    mine.put(topicIds[t], sets[t]);
+                }
+                sets[t].add(problem.partition(j));
+            }
+            members.put(memberOf.get(outcome.consumer(i)), () -> mine);
         }
-        Map<IdPartition, String> owner = new HashMap<>();
-        byReaders.forEach((who, share) -> owner.putAll(
-                sameMembers ? Balance.complete(who, share, start) : Balance.sticky(who, share, start)));
-        return owner;
+        for (String memberId : memberIds) {
+            members.putIfAbsent(memberId, Map::of);
+        }
+        return new Computed(outcome, new GroupAssignment(members), topicIds);
     }
 
-    private static GroupAssignment assignment(
-            List<String> memberIds, Map<String, String> identityOf, Map<IdPartition, String> target) {
+    /**
+     * Hands the answer to the reporting thread: POST /v1/assign with it given, as the group's next version (the
+     * benchmark leaves it out: on two cores the reports of a tight loop would take the CPU it measures).
+     */
+    void report(String group, Algorithm algorithm, double used, Outcome outcome, Uuid[] topicIds,
+            Map<String, TopicRates> rates) {
+        reporter.execute(() -> {
+            CompletableFuture<Api.AssignResponse> sent;
+            try {
+                sent = client.assign(reportRequest(group, algorithm, used, outcome, rates), CALL);
+            } catch (RuntimeException e) {
+                sent = CompletableFuture.failedFuture(e);
+            }
+            try {
+                Api.AssignResponse stored = sent.get(CALL.toMillis() + 1000, TimeUnit.MILLISECONDS);
+                log.debug("groupfit assignor: group {}'s assignment stored as version {}", group, stored.version());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (Exception e) {
+                log.warn("groupfit assignor: group {}'s assignment was not stored by groupfit: {}", group,
+                        GroupfitService.reason(e));
+            }
+        });
+    }
+
+    static Api.AssignRequest reportRequest(String group, Algorithm algorithm, double used, Outcome outcome,
+            Map<String, TopicRates> rates) {
+        Problem problem = outcome.problem();
+        int n = problem.size();
+        List<Api.PartitionRate> partitions = new ArrayList<>(n);
+        Map<String, List<Api.PartitionRef>> previous = new TreeMap<>();
+        for (int j = 0; j < n; j++) {
+            String topic = problem.topic(j);
+            int p = problem.partition(j);
+            TopicRates known = rates.get(topic);
+            double lag = known == null || p >= known.lag().length ? Double.NaN : known.lag()[p];
+            partitions.add(new Api.PartitionRate(topic, p, problem.rate(j), Double.isNaN(lag) ? null : lag));
+            String owner = problem.previousOwner(j);
+            if (owner != null) {
+                previous.computeIfAbsent(owner, o -> new ArrayList<>()).add(new Api.PartitionRef(topic, p));
+            }
+        }
+        List<Object> members = new ArrayList<>();
+        Map<String, List<Api.PartitionRef>> assignment = new LinkedHashMap<>();
+        for (int i = 0; i < outcome.consumerCount(); i++) {
+            String consumer = outcome.consumer(i);
+            double own = problem.capacityOf(consumer);
+            members.add(Api.member(consumer, own == used ? null : own));
+            List<Api.PartitionRef> held = new ArrayList<>();
+            for (int j : outcome.partitions(i)) {
+                held.add(new Api.PartitionRef(problem.topic(j), problem.partition(j)));
+            }
+            assignment.put(consumer, held);
+        }
+        Map<String, Object> params = algorithm.params();
+        return new Api.AssignRequest(algorithm.name(), used, group, members, partitions, previous,
+                params.isEmpty() ? null : params, assignment);
+    }
+
+    private record Fallback(GroupAssignment assignment, int partitions) {}
+
+    /** Balanced counts per set of readers, sticky to the current assignment ({@link Balance#sticky}). */
+    private static Fallback fallback(GroupSpec groupSpec, SubscribedTopicDescriber describer, String[] memberIds,
+            Map<String, String> identityOf, Set<Uuid> subscribed) {
+        Map<Uuid, List<String>> readers = new TreeMap<>();
+        for (String memberId : memberIds) {
+            for (Uuid topicId : groupSpec.memberSubscription(memberId).subscribedTopicIds()) {
+                readers.computeIfAbsent(topicId, t -> new ArrayList<>()).add(identityOf.get(memberId));
+            }
+        }
+        Map<List<String>, List<TopicIdPartition>> byReaders = new LinkedHashMap<>();
+        int count = 0;
+        for (Map.Entry<Uuid, List<String>> entry : readers.entrySet()) {
+            List<String> who = entry.getValue().stream().sorted().toList();
+            int partitions = describer.numPartitions(entry.getKey());
+            for (int p = 0; p < partitions; p++) {
+                if (groupSpec.isPartitionAssignable(entry.getKey(), p)) {
+                    byReaders.computeIfAbsent(who, r -> new ArrayList<>()).add(new TopicIdPartition(entry.getKey(), p));
+                    count++;
+                }
+            }
+        }
+        Map<TopicIdPartition, String> current = new HashMap<>();
+        for (String memberId : memberIds) {
+            groupSpec.memberAssignment(memberId).partitions().forEach((topicId, ps) ->
+                    ps.forEach(p -> current.put(new TopicIdPartition(topicId, p), identityOf.get(memberId))));
+        }
         Map<String, Map<Uuid, Set<Integer>>> byIdentity = new HashMap<>();
-        target.forEach((p, identity) -> byIdentity.computeIfAbsent(identity, i -> new HashMap<>())
-                .computeIfAbsent(p.topicId(), t -> new HashSet<>()).add(p.partition()));
+        byReaders.forEach((who, share) -> Balance.sticky(who, share, current).forEach((p, identity) ->
+                byIdentity.computeIfAbsent(identity, i -> new HashMap<>())
+                        .computeIfAbsent(p.topicId(), t -> new HashSet<>()).add(p.partition())));
         Map<String, MemberAssignment> members = new HashMap<>();
         for (String memberId : memberIds) {
             Map<Uuid, Set<Integer>> mine = byIdentity.getOrDefault(identityOf.get(memberId), Map.of());
             members.put(memberId, () -> mine);
         }
-        return new GroupAssignment(members);
+        return new Fallback(new GroupAssignment(members), count);
     }
 
-    /** In the background: learn the group of unknown members and unknown topic names; refresh the group's rates. */
-    private void prepare(String group, Collection<String> memberIds, Collection<Uuid> topicIds) {
-        List<String> unknownMembers = memberIds.stream().filter(m -> !groupOfMember.containsKey(m)).toList();
+    /** A partition as the group spec names it. */
+    private record TopicIdPartition(Uuid topicId, int partition) {}
+
+    /**
+     * In the background: learn the group of unknown members and unknown topic names; start refreshing a group the
+     * first time it is met.
+     */
+    private void prepare(String group, String[] memberIds, Collection<Uuid> topicIds) {
+        List<String> unknownMembers = Arrays.stream(memberIds).filter(m -> !groupOfMember.containsKey(m)).toList();
         boolean unknownTopics = topicIds.stream().anyMatch(t -> !topicNames.containsKey(t));
+        if (group != null && unknownMembers.isEmpty() && !unknownTopics) {
+            if (!knowledge.containsKey(group) && resolving.add(group)) {
+                background.execute(() -> {
+                    try {
+                        refresh(group);
+                    } finally {
+                        resolving.remove(group);
+                    }
+                });
+            }
+            return;
+        }
         String key = group + "|" + unknownMembers + "|" + unknownTopics;
         if (!resolving.add(key)) {
             return;
@@ -381,10 +566,10 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
                     }
                     Thread.sleep(200);
                 }
-                String known = group != null ? group
+                String found = group != null ? group
                         : unknownMembers.stream().map(groupOfMember::get).filter(g -> g != null).findFirst().orElse(null);
-                if (known != null) {
-                    service.rates(known, Duration.ofSeconds(5)).get(5, TimeUnit.SECONDS);
+                if (found != null && !knowledge.containsKey(found)) {
+                    refresh(found);
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
@@ -394,6 +579,78 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
                 resolving.remove(key);
             }
         });
+    }
+
+    /** Every group met so far, read again from groupfit (on the background thread, every groupfit.refresh.ms). */
+    private void refreshAll() {
+        for (String group : List.copyOf(knowledge.keySet())) {
+            refresh(group);
+        }
+    }
+
+    /** Reads the group's stored rates and state from groupfit; keeps what was known when a read fails. */
+    void refresh(String group) {
+        try {
+            Api.StoredRates rates = absentIfNotFound(client.rates(group, CALL));
+            Api.GroupState state = absentIfNotFound(client.group(group, CALL));
+            Knowledge learnt = knowledge(rates, state);
+            Knowledge before = knowledge.put(group, learnt);
+            if (learnt.rates() != null && (before == null || before.rates() == null)) {
+                log.info("groupfit assignor: group {} learnt: rates of {} partitions, algorithm {}, stored capacity {}",
+                        group, rates.partitions().size(), learnt.algorithm().name(), learnt.storedCapacity());
+            }
+        } catch (Exception e) {
+            knowledge.putIfAbsent(group, new Knowledge(null, configured, null));
+            log.warn("groupfit assignor: could not read group {} from groupfit: {}", group, GroupfitService.reason(e));
+        }
+    }
+
+    private static <T> T absentIfNotFound(CompletableFuture<T> call) throws Exception {
+        try {
+            return call.get(CALL.toMillis() + 1000, TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.ExecutionException e) {
+            Throwable cause = e.getCause() instanceof CompletionException c && c.getCause() != null ? c.getCause()
+                    : e.getCause();
+            if (cause instanceof GroupfitException g && "group_not_found".equals(g.code())) {
+                return null;
+            }
+            throw e;
+        }
+    }
+
+    private Knowledge knowledge(Api.StoredRates stored, Api.GroupState state) {
+        Map<String, TopicRates> rates = null;
+        if (stored != null) {
+            Map<String, Integer> sizes = new HashMap<>();
+            for (Api.PartitionRate rate : stored.partitions()) {
+                sizes.merge(rate.topic(), rate.partition() + 1, Math::max);
+            }
+            rates = new HashMap<>();
+            for (Map.Entry<String, Integer> size : sizes.entrySet()) {
+                double[] rate = new double[size.getValue()];
+                double[] lag = new double[size.getValue()];
+                Arrays.fill(rate, Double.NaN);
+                Arrays.fill(lag, Double.NaN);
+                rates.put(size.getKey(), new TopicRates(rate, lag));
+            }
+            for (Api.PartitionRate rate : stored.partitions()) {
+                if (rate.partition() >= 0) {
+                    TopicRates topic = rates.get(rate.topic());
+                    topic.rate()[rate.partition()] = rate.rate();
+                    topic.lag()[rate.partition()] = rate.lag() == null ? Double.NaN : rate.lag();
+                }
+            }
+        }
+        Algorithm algorithm = configured;
+        if (state != null && !state.algorithm().equals(configured.name())) {
+            if (Algorithm.runs(state.algorithm())) {
+                algorithm = Algorithm.of(state.algorithm(), Map.of());
+            } else {
+                log.warn("groupfit assignor: group {}'s algorithm {} is not one the broker runs ({}); it runs {}",
+                        state.group(), state.algorithm(), Algorithm.NAMES, configured.name());
+            }
+        }
+        return new Knowledge(rates, algorithm, state == null ? null : state.capacity());
     }
 
     private void learnGroups() throws Exception {
@@ -407,7 +664,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         Map<String, ConsumerGroupDescription> described =
                 admin().describeConsumerGroups(groups).all().get(15, TimeUnit.SECONDS);
         for (ConsumerGroupDescription description : described.values()) {
-            Set<String> present = new HashSet<>();
+            Set<String> present = new TreeSet<>();
             for (MemberDescription member : description.members()) {
                 present.add(member.consumerId());
                 groupOfMember.put(member.consumerId(), description.groupId());
@@ -431,7 +688,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
     @Override
     public void close() {
         background.shutdownNow();
-        calls.shutdownNow();
+        reporter.shutdownNow();
         Optional.ofNullable(admin).ifPresent(a -> a.close(Duration.ZERO)); // pending look-ups are of no use any more
     }
 }

@@ -11,14 +11,16 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 
 /**
- * The two calls the assignors make, over {@code java.net.http}: the group's stored rates and POST /v1/assign.
- * Asynchronous, so a caller can bound how long it waits (and keep a late answer) independently of the request.
+ * The calls the assignors make, over {@code java.net.http}: the group's stored rates and state, POST /v1/assign
+ * and the scaling decision (GET /v1/groups/{group}/scale, the leader's reassignment check). Asynchronous, so a
+ * caller can bound how long it waits (and keep a late answer) independently of the request.
  */
-public final class GroupfitClient {
+public class GroupfitClient {
     static final ObjectMapper JSON =
             JsonMapper.builder().disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES).build();
 
@@ -43,6 +45,23 @@ public final class GroupfitClient {
     public CompletableFuture<Api.StoredRates> rates(String group, Duration timeout) {
         String path = "/v1/groups/" + URLEncoder.encode(group, StandardCharsets.UTF_8) + "/rates";
         return send(request(path, timeout).GET().build(), Api.StoredRates.class);
+    }
+
+    public CompletableFuture<Api.GroupState> group(String group, Duration timeout) {
+        String path = "/v1/groups/" + URLEncoder.encode(group, StandardCharsets.UTF_8);
+        return send(request(path, timeout).GET().build(), Api.GroupState.class);
+    }
+
+    /** GET /v1/groups/{group}/scale with `query` (parameter → value; each value sent URL-encoded). */
+    public CompletableFuture<Api.ScaleSignal> scale(String group, Map<String, String> query, Duration timeout) {
+        StringBuilder path = new StringBuilder("/v1/groups/" + URLEncoder.encode(group, StandardCharsets.UTF_8) + "/scale");
+        char separator = '?';
+        for (Map.Entry<String, String> parameter : query.entrySet()) {
+            path.append(separator).append(parameter.getKey()).append('=')
+                    .append(URLEncoder.encode(parameter.getValue(), StandardCharsets.UTF_8));
+            separator = '&';
+        }
+        return send(request(path.toString(), timeout).GET().build(), Api.ScaleSignal.class);
     }
 
     public CompletableFuture<Api.AssignResponse> assign(Api.AssignRequest body, Duration timeout) {

@@ -35,18 +35,47 @@ public final class GroupfitService {
 
     private final GroupfitClient client;
     private final String algorithm;
+    private final Map<String, Object> params;
     private final long ratesMaxAgeNanos;
     private final Map<String, CachedRates> ratesCache = new ConcurrentHashMap<>();
+    // What the last successful reads said, for a fallback that assigns by rate without the service.
+    private final Map<String, Map<TopicPartition, Api.PartitionRate>> lastRates = new ConcurrentHashMap<>();
+    private final Map<String, Double> lastCapacity = new ConcurrentHashMap<>();
 
     /** {@code ratesMaxAge}: how long stored rates read once are reused (zero: read them for every answer). */
     public GroupfitService(GroupfitClient client, String algorithm, Duration ratesMaxAge) {
+        this(client, algorithm, null, ratesMaxAge);
+    }
+
+    /** {@code params}: the algorithm's parameters, sent with every request (null: the service's defaults). */
+    public GroupfitService(GroupfitClient client, String algorithm, Map<String, Object> params, Duration ratesMaxAge) {
         this.client = client;
         this.algorithm = algorithm;
+        this.params = params == null ? null : Map.copyOf(params);
         this.ratesMaxAgeNanos = ratesMaxAge.toNanos();
     }
 
     public GroupfitClient client() {
         return client;
+    }
+
+    public String algorithm() {
+        return algorithm;
+    }
+
+    /** The group's rates as the last successful read found them (null: none read, or none stored). */
+    public Map<TopicPartition, Api.PartitionRate> lastRates(String group) {
+        return lastRates.get(group);
+    }
+
+    /** The capacity of the last answer the service gave for the group (null: none yet). */
+    public Double lastCapacity(String group) {
+        return lastCapacity.get(group);
+    }
+
+    /** The algorithm's parameters (null: none set). */
+    public Map<String, Object> params() {
+        return params;
     }
 
     /**
@@ -71,6 +100,7 @@ public final class GroupfitService {
                 for (Api.PartitionRate rate : stored.partitions()) {
                     rates.put(new TopicPartition(rate.topic(), rate.partition()), rate);
                 }
+                lastRates.put(group, rates);
             }
             return rates;
         });
@@ -110,13 +140,15 @@ public final class GroupfitService {
                     .add(new Api.PartitionRef(tp.topic(), tp.partition())));
             List<Object> sized = members.stream().map(id -> Api.member(id, sizes.get(id))).toList();
             Api.AssignRequest request =
-                    new Api.AssignRequest(algorithm, capacity, group, sized, withRates, previous, null);
+                    new Api.AssignRequest(algorithm, capacity, group, sized, withRates, previous, params);
             long remaining = deadline - System.nanoTime();
             if (remaining <= 0) {
                 throw new UnusableAnswer("the timeout passed while reading the rates");
             }
-            return client.assign(request, Duration.ofNanos(remaining))
-                    .thenApply(response -> new Answer(check(response, members, partitions), response));
+            return client.assign(request, Duration.ofNanos(remaining)).thenApply(response -> {
+                lastCapacity.put(group, response.capacity());
+                return new Answer(check(response, members, partitions), response);
+            });
         });
     }
 

@@ -44,13 +44,6 @@ class BalanceTest {
     }
 
     @Test
-    void completeKeepsTheAnswerAndPlacesWhatItMissesOnTheEmptiest() {
-        Map<Integer, String> owner = Balance.complete(List.of("a", "b", "c"), List.of(0, 1, 2, 3, 4),
-                Map.of(0, "a", 1, "a", 2, "a", 3, "gone"));
-        assertEquals(Map.of(0, "a", 1, "a", 2, "a", 3, "b", 4, "c"), owner);
-    }
-
-    @Test
     void noMembersNoAssignment() {
         assertEquals(Map.of(), Balance.sticky(List.of(), List.of(1, 2), Map.of()));
     }

@@ -181,6 +181,20 @@ class GroupfitAssignorTest {
     }
 
     @Test
+    void withoutTheServicesAnswerTheLeaderAssignsByRateWithTheLastRatesRead() {
+        service.ratesFor("t", 70, 50, 20, 10); // 70 and 50 cannot share a member of 100
+        service.assign = request -> new FakeService.Reply(503, "{\"error\":{\"code\":\"store_unavailable\","
+                + "\"message\":\"down\"}}");
+        GroupfitAssignor assignor = assignor("eager", 2000);
+        GroupAssignment assignment = assignor.assign(cluster("t", 4), new GroupSubscription(Map.of(
+                "m1", member("a", List.of(tp(0), tp(1)), 1), "m2", member("b", List.of(tp(2), tp(3)), 1))));
+        assertEquals("fallback", assignor.lastReport().source());
+        assertTrue(assignor.lastReport().reason().contains("store_unavailable"), assignor.lastReport().reason());
+        // MWF in the Java core: a keeps 70, b's 10 and 20 migrate beside it (100), the 50 goes to b.
+        assertEquals(Map.of("m1", List.of(tp(0), tp(2), tp(3)), "m2", List.of(tp(1))), byMember(assignment));
+    }
+
+    @Test
     void cooperativeRevokesBeforeItGivesAndCompletesInTheFollowUp() {
         service.ratesFor("t", 4, 10);
         service.assign = request -> new FakeService.Reply(200, FakeService.answer(

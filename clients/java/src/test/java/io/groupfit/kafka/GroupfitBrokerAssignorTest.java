@@ -1,15 +1,23 @@
 package io.groupfit.kafka;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.coordinator.group.api.assignor.GroupAssignment;
@@ -40,19 +48,69 @@ class GroupfitBrokerAssignorTest {
         return result;
     }
 
+    /** A client that counts, per thread, the calls made through it. */
+    static final class CountingClient extends GroupfitClient {
+        final Map<String, AtomicInteger> callsByThread = new ConcurrentHashMap<>();
+
+        CountingClient(String url) {
+            super(url, null, Duration.ofSeconds(2));
+        }
+
+        private void count() {
+            callsByThread.computeIfAbsent(Thread.currentThread().getName(), t -> new AtomicInteger()).incrementAndGet();
+        }
+
+        @Override
+        public CompletableFuture<Api.StoredRates> rates(String group, Duration timeout) {
+            count();
+            return super.rates(group, timeout);
+        }
+
+        @Override
+        public CompletableFuture<Api.GroupState> group(String group, Duration timeout) {
+            count();
+            return super.group(group, timeout);
+        }
+
+        @Override
+        public CompletableFuture<Api.AssignResponse> assign(Api.AssignRequest body, Duration timeout) {
+            count();
+            return super.assign(body, timeout);
+        }
+    }
+
     private FakeService service;
+    private CountingClient client;
     private GroupfitBrokerAssignor assignor;
+
+    private GroupfitBrokerAssignor assignor(Map<String, String> settings) {
+        GroupfitBrokerAssignor made = new GroupfitBrokerAssignor() {
+            @Override
+            GroupfitClient client(String url, String token) {
+                client = new CountingClient(url);
+                return client;
+            }
+        };
+        Map<String, String> configs = new HashMap<>(Map.of(GroupfitBrokerAssignor.URL, service.url(),
+                "listeners", "PLAINTEXT://127.0.0.1:1"));
+        configs.putAll(settings);
+        made.configure(configs);
+        return made;
+    }
+
+    /** What the background learns, read here on a thread of its own (as the background thread would). */
+    private void learn(String group) throws Exception {
+        assignor.remember(Map.of("a", group, "b", group, "c", group), Map.of(TOPIC, "orders"));
+        CompletableFuture.runAsync(() -> assignor.refresh(group)).get(10, TimeUnit.SECONDS);
+    }
 
     @BeforeEach
     void start() throws Exception {
         service = new FakeService();
-        service.ratesFor("orders", 4, 10);
-        service.assign = request -> new FakeService.Reply(200, FakeService.answer(
-                "{\"instance-a\":[{\"topic\":\"orders\",\"partition\":0}],\"instance-b\":[{\"topic\":\"orders\","
-                        + "\"partition\":1},{\"topic\":\"orders\",\"partition\":2},{\"topic\":\"orders\",\"partition\":3}]}"));
-        assignor = new GroupfitBrokerAssignor();
-        assignor.configure(Map.of(GroupfitBrokerAssignor.URL, service.url(), GroupfitBrokerAssignor.CAPACITY, "100",
-                GroupfitBrokerAssignor.TIMEOUT_MS, "1000", "listeners", "PLAINTEXT://127.0.0.1:1"));
+        // 70 and 50 cannot share a member of 100: counts would put them together.
+        service.ratesFor("orders", 70, 50, 20, 10);
+        service.assign = request -> new FakeService.Reply(200, FakeService.answer("{}"));
+        assignor = assignor(Map.of(GroupfitBrokerAssignor.CAPACITY, "100"));
         assignor.warm.get(); // a broker configures its assignors long before the first group forms
     }
 
@@ -73,29 +131,74 @@ class GroupfitBrokerAssignorTest {
     }
 
     @Test
-    void aKnownGroupGetsTheServicesAnswerKeyedByInstanceId() {
-        assignor.remember(Map.of("a", "g1", "b", "g1"), Map.of(TOPIC, "orders"));
+    void aGroupWithoutStoredRatesGetsTheUniformStickyAssignment() throws Exception {
+        service.ratesStatus = 404;
+        service.rates = "{\"error\":{\"code\":\"group_not_found\",\"message\":\"no such group\"}}";
+        learn("g1");
         GroupAssignment assignment = assignor.assign(spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4));
-        assertEquals(Map.of("a", Set.of(0), "b", Set.of(1, 2, 3)), owned(assignment));
-        assertEquals("service", assignor.lastReport().source());
-        var sent = service.assignRequests.get(0);
-        assertEquals("g1", sent.get("group").asText());
-        assertEquals("[\"instance-a\",\"instance-b\"]", sent.get("members").toString());
-        assertEquals("orders", sent.get("previous").get("instance-b").get(0).get("topic").asText());
+        assertEquals(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3)), owned(assignment));
+        assertEquals("no rates are known for the group yet", assignor.lastReport().reason());
     }
 
     @Test
-    void aMemberConfiguredWithItsOwnCapacityIsSentWithIt() throws Exception {
-        assignor.configure(Map.of(GroupfitBrokerAssignor.URL, service.url(), GroupfitBrokerAssignor.CAPACITY, "100",
-                GroupfitBrokerAssignor.MEMBER_CAPACITIES, "instance-b:250, other:7",
-                GroupfitBrokerAssignor.TIMEOUT_MS, "1000", "listeners", "PLAINTEXT://127.0.0.1:1"));
-        assignor.warm.get();
-        assignor.remember(Map.of("a", "g1", "b", "g1"), Map.of(TOPIC, "orders"));
-        assignor.assign(spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4));
-        assertEquals("service", assignor.lastReport().source());
-        var sent = service.assignRequests.get(0);
-        assertEquals("[\"instance-a\",{\"id\":\"instance-b\",\"capacity\":250.0}]", sent.get("members").toString());
+    void aKnownGroupIsAssignedByRateInTheBrokerAndTheAnswerIsReported() throws Exception {
+        learn("g1");
+        GroupAssignment assignment = assignor.assign(spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4));
+        // MWF: instance-a (120) keeps 70; b's 10 and 20 migrate beside it (100); the 50 goes to b.
+        assertEquals(Map.of("a", Set.of(0, 2, 3), "b", Set.of(1)), owned(assignment));
+        GroupfitBrokerAssignor.Report report = assignor.lastReport();
+        assertEquals("core", report.source());
+        assertEquals("mwf", report.algorithm());
+        assertEquals(3, report.moves());
+        assertEquals(0.8, report.rscore(), 1e-12);
+        // The report: POST /v1/assign with the assignment given, sent by another thread.
+        for (int i = 0; i < 200 && service.assignRequests.isEmpty(); i++) {
+            Thread.sleep(10);
+        }
+        JsonNode sent = service.assignRequests.get(0);
+        assertEquals("g1", sent.get("group").asText());
+        assertEquals("mwf", sent.get("algorithm").asText());
         assertEquals(100.0, sent.get("capacity").asDouble());
+        assertEquals("[\"instance-a\",\"instance-b\"]", sent.get("members").toString());
+        assertEquals(70.0, sent.get("partitions").get(0).get("rate").asDouble());
+        assertEquals("{\"instance-a\":[{\"topic\":\"orders\",\"partition\":0},{\"topic\":\"orders\",\"partition\":1}],"
+                + "\"instance-b\":[{\"topic\":\"orders\",\"partition\":2},{\"topic\":\"orders\",\"partition\":3}]}",
+                sorted(sent.get("previous")));
+        assertEquals("{\"instance-a\":[{\"topic\":\"orders\",\"partition\":0},{\"topic\":\"orders\",\"partition\":2},"
+                + "{\"topic\":\"orders\",\"partition\":3}],\"instance-b\":[{\"topic\":\"orders\",\"partition\":1}]}",
+                sorted(sent.get("assignment")));
+        assertFalse(sent.has("params"));
+    }
+
+    /** consumer → its refs sorted by partition, as JSON. */
+    private static String sorted(JsonNode byConsumer) {
+        Map<String, List<String>> result = new TreeMap<>();
+        byConsumer.fields().forEachRemaining(e -> {
+            List<JsonNode> refs = new java.util.ArrayList<>();
+            e.getValue().forEach(refs::add);
+            refs.sort((x, y) -> Integer.compare(x.get("partition").asInt(), y.get("partition").asInt()));
+            result.put(e.getKey(), refs.stream().map(JsonNode::toString).toList());
+        });
+        StringBuilder json = new StringBuilder("{");
+        result.forEach((k, v) -> json.append(json.length() > 1 ? "," : "").append('"').append(k).append("\":")
+                .append(v.toString().replace(", ", ",")));
+        return json.append('}').toString();
+    }
+
+    @Test
+    void aMemberConfiguredWithItsOwnCapacityTakesMore() throws Exception {
+        assignor.close();
+        assignor = assignor(Map.of(GroupfitBrokerAssignor.CAPACITY, "100",
+                GroupfitBrokerAssignor.MEMBER_CAPACITIES, "instance-b:250, other:7"));
+        learn("g1");
+        GroupAssignment assignment = assignor.assign(spec(Map.of("a", Set.of(), "b", Set.of())), topic(4));
+        // b (250) is opened first, as the largest member, and takes all 150.
+        assertEquals(Map.of("a", Set.of(), "b", Set.of(0, 1, 2, 3)), owned(assignment));
+        for (int i = 0; i < 200 && service.assignRequests.isEmpty(); i++) {
+            Thread.sleep(10);
+        }
+        assertEquals("[\"instance-a\",{\"id\":\"instance-b\",\"capacity\":250.0}]",
+                service.assignRequests.get(0).get("members").toString());
         assertEquals(Map.of("a:b:c", 5.0, "d", 1.5), GroupfitBrokerAssignor.memberCapacities("a:b:c:5,d:1.5,"));
         for (String wrong : List.of("a", "a:0", "a:x", ":4")) {
             assertThrows(ConfigException.class, () -> GroupfitBrokerAssignor.memberCapacities(wrong), wrong);
@@ -103,26 +206,50 @@ class GroupfitBrokerAssignorTest {
     }
 
     @Test
-    void aSlowServiceIsCutAtTheBoundAndItsLateAnswerServesTheNextChange() throws Exception {
-        assignor.configure(Map.of(GroupfitBrokerAssignor.URL, service.url(), GroupfitBrokerAssignor.CAPACITY, "100",
-                GroupfitBrokerAssignor.TIMEOUT_MS, "20", "listeners", "PLAINTEXT://127.0.0.1:1"));
-        assignor.warm.get();
-        assignor.remember(Map.of("a", "g1", "b", "g1"), Map.of(TOPIC, "orders"));
-        assignor.assign(spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4)); // warms the rates cache
-        for (int i = 0; i < 100 && !assignor.latest.containsKey("g1"); i++) {
-            Thread.sleep(20); // its answer, on time or late, is kept
+    void theGroupsStoredAlgorithmAndCapacityAreUsed() throws Exception {
+        assignor.close();
+        assignor = assignor(Map.of()); // no capacity of its own: the group's stored one
+        service.stored("bfd", 200);
+        learn("g1");
+        GroupAssignment assignment = assignor.assign(spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4));
+        // BFD at 200: 70 → instance-a, then 50, 20 and 10 into the fullest bin that fits: everything on a.
+        assertEquals(Map.of("a", Set.of(0, 1, 2, 3), "b", Set.of()), owned(assignment));
+        assertEquals("bfd", assignor.lastReport().algorithm());
+        service.stored("repack", 200); // not one the core runs: the configured one (mwf)
+        CompletableFuture.runAsync(() -> assignor.refresh("g1")).get(10, TimeUnit.SECONDS);
+        assignor.assign(spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4));
+        assertEquals("mwf", assignor.lastReport().algorithm());
+        assertThrows(ConfigException.class, () -> GroupfitBrokerAssignor.algorithm("mwf", "{\"max_move\": 1}"));
+        assertThrows(ConfigException.class, () -> GroupfitBrokerAssignor.algorithm("repack", ""));
+        assertEquals(Map.of("max_rscore", 0.5),
+                GroupfitBrokerAssignor.algorithm("mwf", "{\"max_rscore\": 0.5}").params());
+    }
+
+    @Test
+    void assignNeverCallsTheServiceOnItsThreadSoAHungOrStoppedServiceChangesNothing() throws Exception {
+        learn("g1");
+        Map<String, Set<Integer>> before = Map.of("a", Set.of(0, 1), "b", Set.of(2, 3));
+        Map<String, Set<Integer>> answer = owned(assignor.assign(spec(before), topic(4)));
+        service.gate = new CountDownLatch(1); // every request now hangs until the test ends
+        Thread caller = new Thread(() -> {
+            for (int i = 0; i < 20; i++) {
+                assertEquals(answer, owned(assignor.assign(spec(before), topic(4))));
+                assertEquals("core", assignor.lastReport().source());
+            }
+        }, "coordinator");
+        caller.start();
+        caller.join(30_000);
+        assertFalse(caller.isAlive(), "assign() waited on the hung service");
+        service.server.stop(0); // and stopped
+        for (int i = 0; i < 20; i++) {
+            assertEquals(answer, owned(assignor.assign(spec(before), topic(4))));
         }
-        service.delayMs = 300;
-        GroupAssignment first = assignor.assign(spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4));
-        assertEquals("fallback", assignor.lastReport().source());
-        assertTrue(assignor.lastReport().micros() < 200_000, "held " + assignor.lastReport().micros() + " µs");
-        // The newest answer groupfit gave for these members (from the warm-up call above) is kept.
-        assertEquals(Map.of("a", Set.of(0), "b", Set.of(1, 2, 3)), owned(first));
-        Thread.sleep(600); // the late answer arrives
-        Map<String, Set<Integer>> before = new HashMap<>(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3), "c", Set.of()));
-        GroupAssignment next = assignor.assign(spec(before), topic(4));
-        // c joined: balanced counts over the late answer (a: 0, b: 1 2 3), so c takes one of b's.
-        assertEquals(Map.of("a", Set.of(0), "b", Set.of(1, 2), "c", Set.of(3)), owned(next));
+        // Calls were made (the reads, the reports), and none of them on a thread that called assign().
+        assertTrue(client.callsByThread.values().stream().mapToInt(AtomicInteger::get).sum() >= 3,
+                client.callsByThread.toString());
+        assertFalse(client.callsByThread.containsKey("coordinator"), client.callsByThread.toString());
+        assertFalse(client.callsByThread.containsKey(Thread.currentThread().getName()),
+                client.callsByThread.toString());
     }
 
     @Test

@@ -1,6 +1,7 @@
 package io.groupfit.kafka.it;
 
 import io.groupfit.kafka.GroupfitAssignor;
+import io.groupfit.kafka.GroupfitRebalance;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -25,7 +26,10 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * processes; records read; its member id) and closes when stdin says "close". It commits after every batch and
  * on revocation, so a partition's next owner starts where it stopped.
  *
- * <p>args: bootstrap topic group identity mode(eager|cooperative|consumer) serviceUrl [capacity (classic; 100)]
+ * <p>args: bootstrap topic group identity mode(eager|cooperative|consumer[:remote assignor, groupfit by default])
+ * serviceUrl [capacity (classic; 100)]. A system property named groupfit.* is passed to the assignor (e.g.
+ * -Dgroupfit.reassign.interval.ms=500); after every poll the consumer calls {@link GroupfitRebalance#enforceIfDue}
+ * and prints the rebalances it triggers.
  */
 public final class TestConsumer {
     private static final Object OUT = new Object();
@@ -43,6 +47,20 @@ public final class TestConsumer {
         return numbers.toString().replace(" ", "");
     }
 
+    private static String quoted(String text) {
+        StringBuilder json = new StringBuilder("\"");
+        for (char c : text.toCharArray()) {
+            if (c == '"' || c == '\\') {
+                json.append('\\').append(c);
+            } else if (c < 0x20) {
+                json.append(String.format("\\u%04x", (int) c));
+            } else {
+                json.append(c);
+            }
+        }
+        return json.append('"').toString();
+    }
+
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0], topic = args[1], group = args[2], identity = args[3], mode = args[4];
         Properties config = new Properties();
@@ -53,9 +71,10 @@ public final class TestConsumer {
         config.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         config.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         config.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-        if (mode.equals("consumer")) {
+        if (mode.startsWith("consumer")) {
             config.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
-            config.put(ConsumerConfig.GROUP_REMOTE_ASSIGNOR_CONFIG, "groupfit");
+            config.put(ConsumerConfig.GROUP_REMOTE_ASSIGNOR_CONFIG,
+                    mode.contains(":") ? mode.substring(mode.indexOf(':') + 1) : "groupfit");
         } else {
             config.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, GroupfitAssignor.class.getName());
             config.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "6000");
@@ -64,6 +83,8 @@ public final class TestConsumer {
             config.put(GroupfitAssignor.CAPACITY, args.length > 6 ? args[6] : "100");
             config.put(GroupfitAssignor.TIMEOUT_MS, "3000");
             config.put(GroupfitAssignor.REBALANCE_PROTOCOL, mode);
+            System.getProperties().stringPropertyNames().stream().filter(k -> k.startsWith("groupfit."))
+                    .forEach(k -> config.put(k, System.getProperty(k)));
         }
         KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(config);
         Thread commands = new Thread(() -> {
@@ -102,6 +123,11 @@ public final class TestConsumer {
         try {
             while (true) {
                 ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(200));
+                String enforced = GroupfitRebalance.enforceIfDue(consumer);
+                if (enforced != null) {
+                    emit("{\"event\":\"enforced\",\"t\":" + System.nanoTime() + ",\"reason\":"
+                            + quoted(enforced) + "}");
+                }
                 if (!records.isEmpty()) {
                     List<String> read = new ArrayList<>();
                     for (ConsumerRecord<byte[], byte[]> record : records) {

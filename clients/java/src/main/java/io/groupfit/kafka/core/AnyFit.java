@@ -1,0 +1,21 @@
+package io.groupfit.kafka.core;
+
+import java.util.Map;
+
+/**
+ * The Any Fit heuristics adapted to consumer groups (Landau et al. 2024, §II-B and §VI-A), as
+ * {@code app/core/algorithms/any_fit.py}: NF, BF, WF take the partitions in request order, NFD, BFD, WFD in
+ * decreasing rate order (ties by (topic, partition)); when no open bin takes partition j, the new bin is h(j,k)
+ * (Eq. 14): j's previous consumer if it is not open yet, else the lowest unused consumer f(k) (Eq. 12).
+ */
+final class AnyFit {
+    private AnyFit() {}
+
+    static Placement place(Problem problem, Bins.Rule rule, boolean decreasing) {
+        Bins bins = new Bins(problem, rule);
+        for (int i = 0; i < problem.n; i++) {
+            bins.place(decreasing ? problem.decreasing[i] : i);
+        }
+        return Placement.of(bins, Map.of());
+    }
+}

@@ -1,0 +1,269 @@
+package io.groupfit.kafka.core;
+
+import java.util.Arrays;
+
+/**
+ * The open consumers (bins) of the assignment being built, and the Any Fit rule that picks one, as
+ * {@code app.core.bins}: an empty bin accepts any partition, even one above capacity; Worst Fit takes the bin with
+ * the most remaining capacity if it fits, Best Fit the one with the least that still fits, Next Fit only the bin
+ * opened last; ties to the lowest id. Each bin has its consumer's own capacity. Bins are small integers in the
+ * order they were opened; {@code ids[b]} is the consumer.
+ */
+final class Bins {
+    enum Rule {
+        NEXT, BEST, WORST
+    }
+
+    final Problem problem;
+    final Consumers consumers;
+    final Pool pool;
+    private final Rule rule;
+    private final double[] rates;
+    int count;
+    int[] ids = new int[16];
+    double[] cap = new double[16];
+    double[] limit = new double[16]; // cap up to float rounding of summed rates (Problem.within)
+    double[] load = new double[16];
+    int[][] held = new int[16][];
+    int[] heldCount = new int[16];
+    private long[] tie = new long[16];
+    // Worst Fit: the open non-empty bins by (load − limit, tie, bin).
+    private final MinHeap heap;
+    // Best Fit: the open non-empty bins by (residual, tie, bin), a treap.
+    private final Treap byResidual;
+
+    Bins(Problem problem, Rule rule) {
+        this.problem = problem;
+        this.consumers = problem.consumers;
+        this.pool = new Pool(consumers, problem.members);
+        this.rule = rule;
+        this.rates = problem.rate;
+        this.heap = rule == Rule.WORST ? new MinHeap(16) : null;
+        this.byResidual = rule == Rule.BEST ? new Treap() : null;
+    }
+
+    /** createConsumer: a new, empty bin for consumer h(j,k) ({@code preferred} = g(j,k), or NONE). */
+    int open(int preferred) {
+        int c = pool.open(preferred);
+        int b = count++;
+        if (b == ids.length) {
+            int grown = b * 2;
+            ids = Arrays.copyOf(ids, grown);
+            cap = Arrays.copyOf(cap, grown);
+            limit = Arrays.copyOf(limit, grown);
+            load = Arrays.copyOf(load, grown);
+            held = Arrays.copyOf(held, grown);
+            heldCount = Arrays.copyOf(heldCount, grown);
+            tie = Arrays.copyOf(tie, grown);
+        }
+        ids[b] = c;
+        cap[b] = consumers.cap(c);
+        limit[b] = cap[b] * Problem.ROUNDING;
+        load[b] = 0.0;
+        held[b] = new int[4];
+        heldCount[b] = 0;
+        tie[b] = consumers.tie(c);
+        return b;
+    }
+
+    private void hold(int b, int j) {
+        if (heldCount[b] == held[b].length) {
+            held[b] = Arrays.copyOf(held[b], heldCount[b] * 2);
+        }
+        held[b][heldCount[b]++] = j;
+    }
+
+    /** An open bin that takes partition j under this rule, or -1. */
+    int find(int j) {
+        double need = rates[j];
+        switch (rule) {
+            case NEXT: {
+                int b = count - 1;
+                return b >= 0 && (heldCount[b] == 0 || load[b] + need <= limit[b]) ? b : -1;
+            }
+            case BEST:
+                return byResidual.ceiling(need);
+            default: {
+                if (heap.isEmpty()) {
+                    return -1;
+                }
+                int b = heap.top();
+                return load[b] + need <= limit[b] ? b : -1;
+            }
+        }
+    }
+
+    /** Records bin b's new load in the rule's index. */
+    private void track(int b) {
+        if (rule == Rule.WORST) {
+            heap.set(b, load[b] - limit[b], tie[b]);
+        } else if (rule == Rule.BEST) {
+            byResidual.update(b, limit[b] - load[b]);
+        }
+    }
+
+    void put(int b, int j) {
+        load[b] += rates[j];
+        hold(b, j);
+        track(b);
+    }
+
+    /** Puts {@code partitions[from..to)} into bin b in order until the first that does not fit; how many went in. */
+    int fill(int b, int[] partitions, int from, int to) {
+        double binLimit = limit[b];
+        double binLoad = load[b];
+        int taken = to - from;
+        for (int i = from; i < to; i++) {
+            int j = partitions[i];
+            if (heldCount[b] > 0 && binLoad + rates[j] > binLimit) {
+                taken = i - from;
+                break;
+            }
+            binLoad += rates[j];
+            hold(b, j);
+        }
+        load[b] = binLoad;
+        track(b);
+        return taken;
+    }
+
+    /** assignOpenBin (Algorithm 1, line 8): into an open bin by the rule, never a new one. */
+    boolean placeOpen(int j) {
+        int b = find(j);
+        if (b < 0) {
+            return false;
+        }
+        put(b, j);
+        return true;
+    }
+
+    /** assignBin: by the rule, else into a new bin h(j,k) (Eq. 14). Next Fit's first bin is f(k). */
+    int place(int j) {
+        if (rule == Rule.NEXT && count == 0) {
+            open(Pool.NONE);
+        }
+        int b = find(j);
+        if (b < 0) {
+            b = open(problem.previousOwner[j]);
+        }
+        put(b, j);
+        return b;
+    }
+
+    int[] heldOf(int b) {
+        return Arrays.copyOf(held[b], heldCount[b]);
+    }
+
+    /**
+     * Best Fit's index: the bins that hold a partition, ordered by (residual, tie, bin), with the first whose
+     * residual is at least a rate found in O(log bins). A treap on arrays indexed by bin (priorities from a fixed
+     * sequence: the order, and so every answer, depends only on the keys).
+     */
+    private final class Treap {
+        private int[] left = new int[16];
+        private int[] right = new int[16];
+        private int[] priority = new int[16];
+        private double[] key = new double[16];
+        private boolean[] present = new boolean[16];
+        private int root = -1;
+        private int seed = 0x2545F491;
+
+        private boolean before(int a, double keyA, int b) {
+            double keyB = key[b];
+            if (keyA != keyB) {
+                return keyA < keyB;
+            }
+            return tie[a] != tie[b] ? Long.compareUnsigned(tie[a], tie[b]) < 0 : a < b;
+        }
+
+        void update(int b, double residual) {
+            if (b >= present.length) {
+                int grown = Math.max(b + 1, present.length * 2);
+                left = Arrays.copyOf(left, grown);
+                right = Arrays.copyOf(right, grown);
+                priority = Arrays.copyOf(priority, grown);
+                key = Arrays.copyOf(key, grown);
+                present = Arrays.copyOf(present, grown);
+            }
+            if (present[b]) {
+                root = remove(root, b);
+            } else {
+                seed ^= seed << 13;
+                seed ^= seed >>> 17;
+                seed ^= seed << 5;
+                priority[b] = seed;
+                present[b] = true;
+            }
+            key[b] = residual;
+            left[b] = -1;
+            right[b] = -1;
+            root = insert(root, b);
+        }
+
+        private int insert(int node, int b) {
+            if (node < 0) {
+                return b;
+            }
+            if (before(b, key[b], node)) {
+                left[node] = insert(left[node], b);
+                if (priority[left[node]] > priority[node]) {
+                    int child = left[node];
+                    left[node] = right[child];
+                    right[child] = node;
+                    return child;
+                }
+            } else {
+                right[node] = insert(right[node], b);
+                if (priority[right[node]] > priority[node]) {
+                    int child = right[node];
+                    right[node] = left[child];
+                    left[child] = node;
+                    return child;
+                }
+            }
+            return node;
+        }
+
+        private int remove(int node, int b) {
+            if (node == b) {
+                return merge(left[node], right[node]);
+            }
+            if (before(b, key[b], node)) {
+                left[node] = remove(left[node], b);
+            } else {
+                right[node] = remove(right[node], b);
+            }
+            return node;
+        }
+
+        private int merge(int a, int b) {
+            if (a < 0) {
+                return b;
+            }
+            if (b < 0) {
+                return a;
+            }
+            if (priority[a] > priority[b]) {
+                right[a] = merge(right[a], b);
+                return a;
+            }
+            left[b] = merge(a, left[b]);
+            return b;
+        }
+
+        /** The first bin in order whose residual is at least {@code need}, or -1. */
+        int ceiling(double need) {
+            int found = -1;
+            int node = root;
+            while (node >= 0) {
+                if (key[node] >= need) {
+                    found = node;
+                    node = left[node];
+                } else {
+                    node = right[node];
+                }
+            }
+            return found;
+        }
+    }
+}

@@ -1,0 +1,124 @@
+package io.groupfit.kafka.core;
+
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Every consumer id of one problem as a small integer: the known ones (members, previous consumers) first, then
+ * the ids the pool mints (c&lt;n&gt;, surplus-&lt;n&gt;). {@code tie(c)} orders ids as their natural order does
+ * ({@link Natural}): equal for ids whose keys are equal ("c7", "c07"), where the reference breaks the tie by bin.
+ */
+final class Consumers {
+    static final String MINTED_PREFIX = "c";
+    static final String SURPLUS_PREFIX = "surplus-";
+
+    final double capacity;
+    private final List<String> names;
+    private final Map<String, Integer> byName;
+    private long[] tie;
+    private double[] cap;
+    private boolean[] member;
+    private final int known;
+    /** The known ids in natural order, and each one's distinct-key rank. */
+    private final int[] sortedKnown;
+    private final int[] distinct;
+
+    /**
+     * {@code own[c]}: the capacity of known consumer c (C when it has none of its own). The list and the map are
+     * taken over (minted ids are added to them).
+     */
+    Consumers(List<String> names, Map<String, Integer> byName, double[] own, boolean[] member, double capacity) {
+        this.names = names;
+        this.byName = byName;
+        this.capacity = capacity;
+        this.known = names.size();
+        this.cap = Arrays.copyOf(own, Math.max(known, 1));
+        this.member = Arrays.copyOf(member, Math.max(known, 1));
+        this.tie = new long[Math.max(known, 1)];
+        sortedKnown = new int[known];
+        for (int c = 0; c < known; c++) {
+            sortedKnown[c] = c;
+        }
+        Sorting.stable(sortedKnown, (a, b) -> Natural.compare(this.names.get(a), this.names.get(b)));
+        distinct = new int[known];
+        int d = 0;
+        for (int i = 0; i < known; i++) {
+            if (i > 0 && Natural.compare(names.get(sortedKnown[i - 1]), names.get(sortedKnown[i])) != 0) {
+                d++;
+            }
+            distinct[i] = d;
+            tie[sortedKnown[i]] = (2L * d + 1) << 32;
+        }
+    }
+
+    int size() {
+        return names.size();
+    }
+
+    int known() {
+        return known;
+    }
+
+    String name(int c) {
+        return names.get(c);
+    }
+
+    long tie(int c) {
+        return tie[c];
+    }
+
+    double cap(int c) {
+        return cap[c];
+    }
+
+    boolean isMember(int c) {
+        return member[c];
+    }
+
+    /** Sorts consumer indices by natural order, stably (equal keys keep their order). */
+    void sort(int[] ids, int length) {
+        Sorting.stable(ids, length, (a, b) -> Long.compareUnsigned(tie[a], tie[b]));
+    }
+
+    /** The id {@code prefix<n>}: a known one if it is known, else a new entry of capacity C. */
+    int minted(String prefix, long n) {
+        String name = prefix + n;
+        Integer existing = byName.get(name);
+        if (existing != null) {
+            return existing;
+        }
+        // Its place among the known ids: an equal key shares that id's tie; else it sits between two distinct
+        // keys, after the ids minted there before it (n grows, and so does the natural order of prefix<n>).
+        int low = 0;
+        int high = known;
+        while (low < high) {
+            int middle = (low + high) >>> 1;
+            if (Natural.compare(names.get(sortedKnown[middle]), name) < 0) {
+                low = middle + 1;
+            } else {
+                high = middle;
+            }
+        }
+        long newTie;
+        if (low < known && Natural.compare(names.get(sortedKnown[low]), name) == 0) {
+            newTie = tie[sortedKnown[low]];
+        } else {
+            long below = low == 0 ? 0 : distinct[low - 1] + 1L;
+            newTie = ((2 * below) << 32) | n;
+        }
+        int c = names.size();
+        if (c == tie.length) {
+            int grown = Math.max(4, c * 2);
+            tie = Arrays.copyOf(tie, grown);
+            cap = Arrays.copyOf(cap, grown);
+            member = Arrays.copyOf(member, grown);
+        }
+        tie[c] = newTie;
+        cap[c] = capacity;
+        member[c] = false;
+        names.add(name);
+        byName.put(name, c);
+        return c;
+    }
+}

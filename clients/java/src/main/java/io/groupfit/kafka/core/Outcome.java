@@ -1,0 +1,247 @@
+package io.groupfit.kafka.core;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * One rebalance's answer, as {@code app.core.assign.Outcome}: the assignment (in member mode the surplus bins
+ * folded into the members exactly as {@code _fold_into_members}), each consumer's load, the moves and the Rscore
+ * (Eq. 11: Σ moved rate / C, over the current rates).
+ */
+public final class Outcome {
+    private final String algorithm;
+    private final Problem problem;
+    private final int[] consumers; // in natural order
+    private final int[][] held; // per consumer, in placement order
+    private final double[] loads;
+    private final int[] owner; // per partition: index into consumers
+    private final int moves;
+    private final double rscore;
+    private final int binsUsed;
+    private final Map<String, Object> outputs;
+
+    private Outcome(String algorithm, Problem problem, int[] consumers, int[][] held, double[] loads, int[] owner,
+            int moves, double rscore, int binsUsed, Map<String, Object> outputs) {
+        this.algorithm = algorithm;
+        this.problem = problem;
+        this.consumers = consumers;
+        this.held = held;
+        this.loads = loads;
+        this.owner = owner;
+        this.moves = moves;
+        this.rscore = rscore;
+        this.binsUsed = binsUsed;
+        this.outputs = outputs;
+    }
+
+    static Outcome of(String algorithm, Problem problem, Placement placement) {
+        int bins = 0;
+        for (int[] kept : placement.held()) {
+            bins += kept.length > 0 ? 1 : 0;
+        }
+        int[] consumer = new int[bins];
+        int[][] held = new int[bins][];
+        int k = 0;
+        for (int b = 0; b < placement.held().length; b++) {
+            if (placement.held()[b].length > 0) {
+                consumer[k] = placement.consumer()[b];
+                held[k++] = placement.held()[b];
+            }
+        }
+        if (problem.members != null) {
+            int[][][] folded = new int[1][][];
+            consumer = fold(problem, consumer, held, folded);
+            held = folded[0];
+        }
+        Consumers consumers = problem.consumers;
+        int n = problem.n;
+        int[] order = new int[consumer.length];
+        for (int i = 0; i < order.length; i++) {
+            order[i] = i;
+        }
+        int[] byConsumer = consumer;
+        Sorting.stable(order, (a, b) -> Long.compareUnsigned(consumers.tie(byConsumer[a]), consumers.tie(byConsumer[b])));
+        int[] sortedConsumers = new int[order.length];
+        int[][] sortedHeld = new int[order.length][];
+        double[] loads = new double[order.length];
+        int[] owner = new int[n];
+        Arrays.fill(owner, -1);
+        int placed = 0;
+        for (int i = 0; i < order.length; i++) {
+            sortedConsumers[i] = consumer[order[i]];
+            sortedHeld[i] = held[order[i]];
+            double load = 0.0;
+            for (int j : sortedHeld[i]) {
+                if (owner[j] >= 0) {
+                    throw new IllegalStateException("algorithm " + algorithm + " placed a partition twice");
+                }
+                owner[j] = i;
+                load += problem.rate[j];
+            }
+            placed += sortedHeld[i].length;
+            loads[i] = load;
+        }
+        if (placed != n) {
+            throw new IllegalStateException("algorithm " + algorithm + " did not place every partition");
+        }
+        int[] moved = new int[n];
+        int moves = 0;
+        for (int j = 0; j < n; j++) {
+            int was = problem.previousOwner[j];
+            if (was != Pool.NONE && was != sortedConsumers[owner[j]]) {
+                moved[moves++] = j;
+            }
+        }
+        double rscore = Sums.fsum(problem.rate, moved, moves) / problem.capacity;
+        return new Outcome(algorithm, problem, sortedConsumers, sortedHeld, loads, owner, moves, rscore, bins,
+                placement.outputs());
+    }
+
+    /**
+     * Member mode: bins beyond the members go, largest partition first, to the member with the most remaining
+     * capacity (ties to the lowest id); members the algorithm left unused get empty assignments.
+     */
+    private static int[] fold(Problem problem, int[] consumer, int[][] held, int[][][] foldedHeld) {
+        Consumers consumers = problem.consumers;
+        int[] members = problem.members.clone();
+        // The heap breaks equal (excess, natural key) by the id itself: slots in (natural key, id) order.
+        Sorting.stable(members, (a, b) -> {
+            int order = Long.compareUnsigned(consumers.tie(a), consumers.tie(b));
+            return order != 0 ? order : Natural.compareCodePoints(consumers.name(a), consumers.name(b));
+        });
+        int[] slot = new int[consumers.size()];
+        Arrays.fill(slot, -1);
+        for (int i = 0; i < members.length; i++) {
+            slot[members[i]] = i;
+        }
+        int[][] result = new int[members.length][];
+        int surplusCount = 0;
+        for (int b = 0; b < consumer.length; b++) {
+            if (slot[consumer[b]] >= 0) {
+                result[slot[consumer[b]]] = held[b];
+            } else {
+                surplusCount += held[b].length;
+            }
+        }
+        for (int i = 0; i < members.length; i++) {
+            if (result[i] == null) {
+                result[i] = new int[0];
+            }
+        }
+        if (surplusCount > 0) {
+            int[] surplus = new int[surplusCount];
+            int k = 0;
+            for (int b = 0; b < consumer.length; b++) {
+                if (slot[consumer[b]] < 0) {
+                    System.arraycopy(held[b], 0, surplus, k, held[b].length);
+                    k += held[b].length;
+                }
+            }
+            double[] rates = problem.rate;
+            MinHeap heap = new MinHeap(members.length); // (load − capacity, natural key, id): most room first
+            for (int i = 0; i < members.length; i++) {
+                double load = 0;
+                for (int j : result[i]) {
+                    load += rates[j];
+                }
+                heap.set(i, load - consumers.cap(members[i]), consumers.tie(members[i]));
+            }
+            int[] added = new int[members.length];
+            int[][] extra = new int[members.length][];
+            for (int j : problem.decreasing(surplus, surplusCount)) {
+                int i = heap.top();
+                if (extra[i] == null) {
+                    extra[i] = new int[4];
+                } else if (added[i] == extra[i].length) {
+                    extra[i] = Arrays.copyOf(extra[i], added[i] * 2);
+                }
+                extra[i][added[i]++] = j;
+                heap.set(i, heap.value(i) + rates[j], consumers.tie(members[i]));
+            }
+            for (int i = 0; i < members.length; i++) {
+                if (added[i] > 0) {
+                    int[] merged = Arrays.copyOf(result[i], result[i].length + added[i]);
+                    System.arraycopy(extra[i], 0, merged, result[i].length, added[i]);
+                    result[i] = merged;
+                }
+            }
+        }
+        foldedHeld[0] = result;
+        return members;
+    }
+
+    public String algorithm() {
+        return algorithm;
+    }
+
+    public Problem problem() {
+        return problem;
+    }
+
+    /** The consumers of the answer, in natural order (in member mode: every member). */
+    public List<String> consumers() {
+        List<String> names = new ArrayList<>(consumers.length);
+        for (int c : consumers) {
+            names.add(problem.consumers.name(c));
+        }
+        return names;
+    }
+
+    public int consumerCount() {
+        return consumers.length;
+    }
+
+    public String consumer(int i) {
+        return problem.consumers.name(consumers[i]);
+    }
+
+    /** The partitions (indices j) of the i-th consumer. */
+    public int[] partitions(int i) {
+        return held[i];
+    }
+
+    public double load(int i) {
+        return loads[i];
+    }
+
+    /** The index (into {@link #consumer}) of partition j's consumer. */
+    public int ownerIndex(int j) {
+        return owner[j];
+    }
+
+    public String owner(int j) {
+        return consumer(owner[j]);
+    }
+
+    /** Partitions that changed consumer (new partitions do not count). */
+    public int moves() {
+        return moves;
+    }
+
+    /** Eq. 11: Σ rate of the moved partitions / C. */
+    public double rscore() {
+        return rscore;
+    }
+
+    /** The bins the algorithm used before the fold (the recommended consumer count in member mode). */
+    public int binsUsed() {
+        return binsUsed;
+    }
+
+    public Map<String, Object> outputs() {
+        return outputs;
+    }
+
+    /** Consumers above their own capacity, in natural order. */
+    public List<String> overloaded() {
+        List<String> over = new ArrayList<>();
+        for (int i = 0; i < consumers.length; i++) {
+            if (!Problem.within(loads[i], problem.consumers.cap(consumers[i]))) {
+                over.add(consumer(i));
+            }
+        }
+        return over;
+    }
+}

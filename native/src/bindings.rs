@@ -1,0 +1,591 @@
+//! The Python face of the core (PyO3): `Bulk` (a request on arrays, solved once), `Solution` (its outcome,
+//! written as the answer's JSON or handed to Python in parts), and the functions that fill a Bulk from a
+//! request's JSON (`parse_assign`) or from the reference's Problem (`from_objects`), or check one (`valid`).
+//! Everything Python hands over is read here; the work runs without the GIL, and a panic in it (a bug: no
+//! input may cause one) comes back as a RuntimeError, an Exception the service answers, not a BaseException.
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+
+use crate::algorithms::{self, Algorithm, Family, Params, Solved};
+use crate::answer;
+use crate::bins::{self, F};
+use crate::fit::Budget;
+use crate::input::Input;
+use crate::intern::Interner;
+use crate::least_loaded;
+use crate::problem::Outputs;
+use crate::request;
+use crate::validate;
+
+/// `work` run without the GIL; a panic in it as a RuntimeError.
+fn detached<T: Send>(py: Python<'_>, work: impl FnOnce() -> T + Send) -> PyResult<T> {
+    py.allow_threads(|| unwound(work)).map_err(|what| {
+        PyRuntimeError::new_err(format!("the compiled core failed (a bug): {what}"))
+    })
+}
+
+/// `work`'s result, or what it panicked with.
+fn unwound<T>(work: impl FnOnce() -> T) -> Result<T, String> {
+    catch_unwind(AssertUnwindSafe(work)).map_err(|panic| {
+        panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default()
+    })
+}
+
+/// A request's partitions, previous assignment and members on arrays, ready to solve once.
+#[pyclass(module = "groupfit_native")]
+pub struct Bulk {
+    input: Option<Input>,
+}
+
+impl Bulk {
+    fn input(&self) -> PyResult<&Input> {
+        self.input.as_ref().ok_or_else(spent)
+    }
+}
+
+fn spent() -> PyErr {
+    PyRuntimeError::new_err("this request was solved already")
+}
+
+#[pymethods]
+impl Bulk {
+    /// The number of partitions.
+    #[getter]
+    fn size(&self) -> PyResult<usize> {
+        Ok(self.input()?.keys.len())
+    }
+
+    /// Whether the request gave the previous assignment.
+    #[getter]
+    fn has_previous(&self) -> PyResult<bool> {
+        Ok(self.input()?.previous.is_some())
+    }
+
+    /// The number of members given, None in autoscale mode.
+    #[getter]
+    fn member_count(&self) -> PyResult<Option<usize>> {
+        Ok(self.input()?.members.as_ref().map(Vec::len))
+    }
+
+    /// Each member given a capacity of its own → that capacity, in the members' order.
+    #[getter]
+    fn member_capacities<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let input = self.input()?;
+        let dict = PyDict::new(py);
+        for &(c, capacity) in &input.own {
+            dict.set_item(input.consumers.name(c), capacity)?;
+        }
+        Ok(dict)
+    }
+
+    /// Partitions, previous partitions and members: the request's size, as the service counts it.
+    #[getter]
+    fn work(&self) -> PyResult<usize> {
+        let input = self.input()?;
+        let previous = input.previous.as_ref().map_or(0, |p| {
+            p.held.iter().map(Vec::len).sum::<usize>() + p.gone.len()
+        });
+        Ok(input.keys.len() + previous + input.members.as_ref().map_or(0, Vec::len))
+    }
+
+    /// (math.fsum of the rates, sum of lags (none as 0), sum of the lags planned for a rebalance of
+    /// `rebalance_s` when `plan`): the totals the reference checks before it solves, summed as it sums them.
+    fn totals(&self, rebalance_s: f64, plan: bool) -> PyResult<(f64, f64, f64)> {
+        let input = self.input()?;
+        let lags = input.lags.iter().map(|l| l.unwrap_or(0.0));
+        let lag_sum = lags.clone().fold(0.0, |s, l| s + l);
+        let planned = if plan {
+            lags.zip(&input.rates)
+                .fold(0.0, |s, (l, &r)| s + (l + r * rebalance_s))
+        } else {
+            lag_sum
+        };
+        Ok((input.rate_sum, lag_sum, planned))
+    }
+
+    /// Take a previous assignment (a group's stored one: consumer → list of (topic, partition)); False when
+    /// this core cannot take it (then the reference must solve).
+    fn set_previous(&mut self, previous: &Bound<'_, PyDict>) -> PyResult<bool> {
+        previous_from_objects(self.input.as_mut().ok_or_else(spent)?, previous)
+    }
+
+    /// Run `algorithm` (with C = `capacity` and `params`: every parameter it takes, as its model dumps
+    /// them); the request is spent.
+    fn solve(
+        &mut self,
+        py: Python<'_>,
+        algorithm: &str,
+        capacity: f64,
+        params: &Bound<'_, PyDict>,
+    ) -> PyResult<Solution> {
+        let algorithm = Algorithm::named(algorithm).ok_or_else(|| {
+            PyValueError::new_err(format!("the compiled core does not run {algorithm}"))
+        })?;
+        let read = read_params(algorithm, params)?;
+        let input = self.input.take().ok_or_else(spent)?;
+        let solved = detached(py, move || {
+            algorithms::run(input, algorithm, capacity, &read)
+        })?
+        .map_err(PyRuntimeError::new_err)?;
+        Ok(Solution {
+            solved,
+            params: params.clone().unbind(),
+        })
+    }
+}
+
+/// The names of the algorithms of the table, in its order (the module's `ALGORITHMS`).
+pub fn algorithm_names() -> Vec<&'static str> {
+    algorithms::TABLE.iter().map(|a| a.name).collect()
+}
+
+/// The table as Python reads it (the module's `ALGORITHM_TABLE`): for each algorithm its name, family
+/// (`kind`), fit rule, whether Any Fit takes the partitions largest first, Modified Any Fit's order of the
+/// consumers, whether it honours a migration budget, and the parameters it reads.
+pub fn algorithm_table(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    algorithms::TABLE
+        .iter()
+        .map(|a| {
+            let row = PyDict::new(py);
+            row.set_item("name", a.name)?;
+            row.set_item("kind", a.kind())?;
+            row.set_item("fit", a.rule().map(|r| r.name()))?;
+            row.set_item("decreasing", a.decreasing())?;
+            row.set_item("consumer_order", a.consumer_order())?;
+            row.set_item("budget", a.budget())?;
+            row.set_item("params", PyTuple::new(py, a.params())?)?;
+            Ok(row)
+        })
+        .collect()
+}
+
+/// A parameter's value that is a bug of the caller's, not of the request.
+fn bug(algorithm: &Algorithm, what: String) -> PyErr {
+    PyRuntimeError::new_err(format!(
+        "{}: {what} (a bug: the caller hands every parameter over, as its model dumps them)",
+        algorithm.name
+    ))
+}
+
+/// `params` as `algorithm` reads them: every one it takes present (None for an optional one left out),
+/// no other.
+fn read_params(algorithm: &Algorithm, params: &Bound<'_, PyDict>) -> PyResult<Params> {
+    let names = algorithm.params();
+    for key in params.keys() {
+        let key = key.extract::<String>()?;
+        if !names.contains(&key.as_str()) {
+            return Err(bug(algorithm, format!("parameter {key:?} is not one")));
+        }
+    }
+    let value = |name: &str| -> PyResult<Bound<'_, PyAny>> {
+        params
+            .get_item(name)?
+            .ok_or_else(|| bug(algorithm, format!("parameter {name:?} is missing")))
+    };
+    let optional = |name: &str| -> PyResult<Option<Bound<'_, PyAny>>> {
+        let v = value(name)?;
+        Ok((!v.is_none()).then_some(v))
+    };
+    Ok(match algorithm.family {
+        Family::AnyFit { .. } => Params::None,
+        Family::ModifiedAnyFit { .. } => Params::Budget(Budget {
+            max_rscore: optional("max_rscore")?.map(|v| v.extract()).transpose()?,
+            max_moves: optional("max_moves")?.map(|v| count(&v)).transpose()?,
+        }),
+        Family::LeastLoaded => Params::LeastLoaded(least_loaded::Params {
+            mu: optional("mu")?.map(|v| v.extract()).transpose()?,
+            w_sla: value("w_sla")?.extract()?,
+            f_up: value("f_up")?.extract()?,
+            f_down: value("f_down")?.extract()?,
+            rebalance_s: value("rebalance_s")?.extract()?,
+            plan_rebalance_lag: value("plan_rebalance_lag")?.extract()?,
+        }),
+    })
+}
+
+/// A count (Python int, at least 0); one beyond 64 bits as the largest (no request holds that many).
+fn count(value: &Bound<'_, PyAny>) -> PyResult<u64> {
+    match value.extract::<u64>() {
+        Ok(n) => Ok(n),
+        Err(_) if value.is_instance_of::<PyInt>() && value.gt(0)? => Ok(u64::MAX),
+        Err(error) => Err(error),
+    }
+}
+
+/// An algorithm's outcome, with what it takes to write it.
+#[pyclass(module = "groupfit_native")]
+pub struct Solution {
+    solved: Solved,
+    /// The parameters as given (a budget's caps are echoed as they came).
+    params: Py<PyDict>,
+}
+
+/// Python strings made once per consumer or topic.
+struct Strings<'py, 'a> {
+    py: Python<'py>,
+    names: &'a [String],
+    made: Vec<Option<Bound<'py, PyString>>>,
+}
+
+impl<'py, 'a> Strings<'py, 'a> {
+    fn new(py: Python<'py>, names: &'a [String]) -> Self {
+        Strings {
+            py,
+            names,
+            made: vec![None; names.len()],
+        }
+    }
+
+    fn get(&mut self, i: u32) -> Bound<'py, PyString> {
+        let (py, names) = (self.py, self.names);
+        self.made[i as usize]
+            .get_or_insert_with(|| PyString::new(py, &names[i as usize]))
+            .clone()
+    }
+}
+
+#[pymethods]
+impl Solution {
+    /// The answer's JSON as msgspec encodes AssignResponse (sparse delta, version null); `outputs` and
+    /// `group`: those fields already encoded.
+    fn answer<'py>(
+        &self,
+        py: Python<'py>,
+        algorithm: &str,
+        lower_bound: i64,
+        outputs: &[u8],
+        group: &[u8],
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let extra = answer::Extra {
+            algorithm,
+            lower_bound,
+            outputs,
+            group,
+        };
+        let s = &self.solved;
+        let json = detached(py, || {
+            answer::write(&s.problem, &s.outcome, &s.names, &extra)
+        })?;
+        Ok(PyBytes::new(py, &json))
+    }
+
+    /// The assignment as the store keeps it (JSON).
+    fn stored<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let s = &self.solved;
+        let json = detached(py, || answer::stored(&s.outcome, &s.names))?;
+        Ok(PyBytes::new(py, &json))
+    }
+
+    /// (consumers holding a partition, moves, their total rate, the `top` moves of the largest rate as
+    /// (topic, partition, from, to, rate), consumers above their capacity, Rscore) for the group's history.
+    fn summary<'py>(
+        &self,
+        py: Python<'py>,
+        top: usize,
+    ) -> PyResult<(usize, usize, f64, Bound<'py, PyList>, usize, f64)> {
+        let (p, o, names) = (
+            &self.solved.problem,
+            &self.solved.outcome,
+            &self.solved.names,
+        );
+        let moved_rate = o.moved.iter().fold(0.0, |s, &j| s + p.rates[j as usize]);
+        let mut largest: Vec<usize> = (0..o.moved.len())
+            .take(if top == 0 { 0 } else { usize::MAX })
+            .collect();
+        largest.sort_by_key(|&i| std::cmp::Reverse(F(p.rates[o.moved[i] as usize])));
+        let mut consumers = Strings::new(py, p.consumers.ids.names());
+        let mut topics = Strings::new(py, names.topics.names());
+        let moves = PyList::empty(py);
+        for &i in largest.iter().take(top) {
+            let j = o.moved[i];
+            let (t, partition) = names.keys[j as usize];
+            let rate = p.rates[j as usize];
+            moves.append((
+                topics.get(t),
+                partition,
+                consumers.get(o.moved_from[i]),
+                consumers.get(o.owner[j as usize]),
+                rate,
+            ))?;
+        }
+        let overloaded = o
+            .assignment
+            .iter()
+            .zip(&o.loads)
+            .filter(|((c, _), &load)| !bins::within(load, p.consumers.cap[*c as usize]))
+            .count();
+        let used = o
+            .assignment
+            .iter()
+            .filter(|(_, held)| !held.is_empty())
+            .count();
+        Ok((used, o.moved.len(), moved_rate, moves, overloaded, o.rscore))
+    }
+
+    /// The algorithm's own outputs (a migration budget's spending, least-loaded's scaling), as Python values.
+    fn outputs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let mut consumers = Strings::new(py, self.solved.problem.consumers.ids.names());
+        self.outputs_dict(py, &mut consumers)
+    }
+
+    /// The outcome's parts, as app.core.assign.Outcome takes them: (assignment, consumers in id order, owner,
+    /// loads, moved, moved_from, Rscore, overloaded, bins used, outputs, delta rows, columns, cells).
+    fn parts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let (p, o, names) = (
+            &self.solved.problem,
+            &self.solved.outcome,
+            &self.solved.names,
+        );
+        let n = p.rates.len();
+        let mut consumers = Strings::new(py, p.consumers.ids.names());
+        let mut topics = Strings::new(py, names.topics.names());
+        let assignment = PyDict::new(py);
+        let loads = PyDict::new(py);
+        for ((c, held), load) in o.assignment.iter().zip(&o.loads) {
+            let id = consumers.get(*c);
+            assignment.set_item(&id, PyList::new(py, held)?)?;
+            loads.set_item(&id, *load)?;
+        }
+        let sorted = PyList::new(py, o.sorted.iter().map(|&c| consumers.get(c)))?;
+        let owner = PyList::new(py, o.owner.iter().map(|&c| consumers.get(c)))?;
+        let moved_from = PyList::new(py, o.moved_from.iter().map(|&c| consumers.get(c)))?;
+        let rows = PyList::new(py, o.rows.iter().map(|&c| consumers.get(c)))?;
+        let mut key = |(t, partition): (u32, i64)| (topics.get(t), partition);
+        let columns = PyList::new(
+            py,
+            o.columns
+                .iter()
+                .map(|&j| match (j as usize).checked_sub(n) {
+                    None => key(names.keys[j as usize]),
+                    Some(g) => key(names.gone_keys[g]),
+                }),
+        )?;
+        let cells = PyList::new(py, o.cells.iter().map(|&(r, c, v)| (r, c, v as i64)))?;
+        PyTuple::new(
+            py,
+            [
+                assignment.into_any(),
+                sorted.into_any(),
+                owner.into_any(),
+                loads.into_any(),
+                PyList::new(py, &o.moved)?.into_any(),
+                moved_from.into_any(),
+                o.rscore.into_pyobject(py)?.into_any(),
+                PyList::new(py, &o.overloaded)?.into_any(),
+                o.bins_used.into_pyobject(py)?.into_any(),
+                self.outputs_dict(py, &mut consumers)?.into_any(),
+                rows.into_any(),
+                columns.into_any(),
+                cells.into_any(),
+            ],
+        )
+    }
+}
+
+impl Solution {
+    fn outputs_dict<'py>(
+        &self,
+        py: Python<'py>,
+        consumers: &mut Strings<'py, '_>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        match &self.solved.outcome.outputs {
+            Outputs::None => {}
+            Outputs::Budget {
+                rscore,
+                moves,
+                refused,
+                overloaded,
+            } => {
+                let given = self.params.bind(py);
+                let budget = PyDict::new(py);
+                budget.set_item("max_rscore", given.get_item("max_rscore")?)?;
+                budget.set_item("max_moves", given.get_item("max_moves")?)?;
+                budget.set_item("rscore", rscore)?;
+                budget.set_item("moves", moves)?;
+                budget.set_item("refused_moves", refused)?;
+                dict.set_item("budget", budget)?;
+                dict.set_item(
+                    "overloaded_consumers",
+                    PyList::new(py, overloaded.iter().map(|&c| consumers.get(c)))?,
+                )?;
+            }
+            Outputs::LeastLoaded {
+                action,
+                before,
+                after,
+                rate_capacity,
+                lag_capacity,
+            } => {
+                dict.set_item("scale_action", action)?;
+                dict.set_item("consumers_before", before)?;
+                dict.set_item("consumers_after", after)?;
+                dict.set_item("rate_capacity", rate_capacity)?;
+                dict.set_item("lag_capacity", lag_capacity)?;
+            }
+        }
+        Ok(dict)
+    }
+}
+
+/// An assignment request's JSON → (its other fields' JSON, for msgspec; its partitions, previous assignment
+/// and members on arrays), or None where the reference must decode it (see request.rs).
+#[pyfunction]
+pub fn parse_assign<'py>(
+    py: Python<'py>,
+    body: &[u8],
+) -> PyResult<Option<(Bound<'py, PyBytes>, Bulk)>> {
+    Ok(detached(py, || request::parse(body))?
+        .map(|(rest, input)| (PyBytes::new(py, &rest), Bulk { input: Some(input) })))
+}
+
+/// A (topic, partition) tuple, its topic numbered in `topics`.
+fn key(key: &Bound<'_, PyAny>, topics: &mut Interner) -> PyResult<(u32, i64)> {
+    let tuple = key.downcast::<PyTuple>()?;
+    let topic = tuple.get_borrowed_item(0)?;
+    let partition: i64 = tuple.get_borrowed_item(1)?.extract()?;
+    Ok((
+        topics.id(topic.downcast::<PyString>()?.to_str()?),
+        partition,
+    ))
+}
+
+/// The reference Problem's partitions (validated by it), previous assignment and members on arrays; None
+/// where this core cannot order the consumer ids exactly as the reference does (non-ASCII ids). `lags`:
+/// None when the algorithm does not read them.
+#[pyfunction]
+#[pyo3(signature = (keys, rates, lags, previous, members, member_capacities))]
+pub fn from_objects(
+    keys: &Bound<'_, PyList>,
+    rates: Vec<f64>,
+    lags: Option<Vec<Option<f64>>>,
+    previous: &Bound<'_, PyDict>,
+    members: Option<&Bound<'_, PyList>>,
+    member_capacities: &Bound<'_, PyDict>,
+) -> PyResult<Option<Bulk>> {
+    let mut topics = Interner::default();
+    let keys = keys
+        .iter()
+        .map(|k| key(&k, &mut topics))
+        .collect::<PyResult<Vec<_>>>()?;
+    let lags = lags.unwrap_or_else(|| vec![None; keys.len()]);
+    let Some(mut input) = Input::new(topics, keys, rates, lags) else {
+        return Err(PyValueError::new_err("the partitions were not validated"));
+    };
+    if !previous_from_objects(&mut input, previous)? {
+        return Ok(None);
+    }
+    if let Some(members) = members {
+        let capacities: HashMap<String, f64> = member_capacities.extract()?;
+        let names: Vec<String> = members.extract()?;
+        let given = names
+            .iter()
+            .map(|m| (m.as_str(), capacities.get(m).copied()))
+            .collect();
+        if input.set_members(given).is_none() {
+            return Ok(None);
+        }
+    }
+    Ok(Some(Bulk { input: Some(input) }))
+}
+
+fn previous_from_objects(input: &mut Input, previous: &Bound<'_, PyDict>) -> PyResult<bool> {
+    let mut names = Vec::with_capacity(previous.len());
+    let mut counts = Vec::with_capacity(previous.len());
+    let mut keys = vec![];
+    for (consumer, held) in previous.iter() {
+        let held = held.downcast_into::<PyList>()?;
+        for k in held.iter() {
+            keys.push(key(&k, &mut input.topics)?);
+        }
+        names.push(consumer.downcast_into::<PyString>()?);
+        counts.push(held.len());
+    }
+    let consumers = names
+        .iter()
+        .zip(counts)
+        .map(|(name, count)| Ok((name.to_str()?, count)))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(input.set_previous(consumers, &keys).is_some())
+}
+
+/// Whether a problem's partitions and previous assignment are certainly valid (validate.rs), their values of
+/// the exact types the reference's check assumes: rates floats, lags None or floats, keys (str, int) tuples,
+/// previous consumers strings holding lists. False says only "let the reference check find what is wrong".
+#[pyfunction]
+pub fn valid(
+    keys: &Bound<'_, PyList>,
+    rates: &Bound<'_, PyList>,
+    lags: &Bound<'_, PyList>,
+    previous: &Bound<'_, PyDict>,
+) -> bool {
+    read_valid(keys, rates, lags, previous).unwrap_or(false)
+}
+
+fn read_valid(
+    keys: &Bound<'_, PyList>,
+    rates: &Bound<'_, PyList>,
+    lags: &Bound<'_, PyList>,
+    previous: &Bound<'_, PyDict>,
+) -> Option<bool> {
+    let float = |value: Bound<'_, PyAny>| Some(value.downcast_exact::<PyFloat>().ok()?.value());
+    let pair = |value: &Bound<'_, PyAny>| {
+        value
+            .downcast_exact::<PyTuple>()
+            .is_ok_and(|t| t.len() == 2)
+    };
+    let rates = rates.iter().map(float).collect::<Option<Vec<_>>>()?;
+    let lags = lags
+        .iter()
+        .map(|l| {
+            if l.is_none() {
+                Some(None)
+            } else {
+                float(l).map(Some)
+            }
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let mut topics = Interner::default();
+    let mut read = |k: Bound<'_, PyAny>| pair(&k).then(|| key(&k, &mut topics).ok())?;
+    let keys = keys.iter().map(&mut read).collect::<Option<Vec<_>>>()?;
+    let mut names = vec![];
+    let mut held = vec![];
+    for (consumer, list) in previous.iter() {
+        names.push(consumer.downcast_into_exact::<PyString>().ok()?);
+        for k in list.downcast_exact::<PyList>().ok()?.iter() {
+            held.push(read(k)?);
+        }
+    }
+    let consumers = names
+        .iter()
+        .map(|name| name.to_str().ok())
+        .collect::<Option<Vec<_>>>()?;
+    Some(
+        validate::partitions(&keys, topics.len(), &rates, &lags)
+            && validate::previous(&consumers, &held, topics.len()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unwound;
+
+    #[test]
+    fn a_panic_comes_back_as_its_message() {
+        assert_eq!(unwound(|| 7), Ok(7));
+        let index = 5;
+        assert_eq!(
+            unwound(|| [1, 2][index]),
+            Err("index out of bounds: the len is 2 but the index is 5".to_string())
+        );
+    }
+}

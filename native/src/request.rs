@@ -1,0 +1,193 @@
+//! An assignment request's JSON read into an `Input`: the bulk (partitions, previous assignment, members)
+//! here, the other fields handed back as JSON for msgspec to decode with its checks.
+//!
+//! `parse` takes only what the reference decoder and `build_problem` would accept, meaning the same; for
+//! anything else (a wrong type, an unknown or repeated key, a rate below 0, a partition listed twice, a sum
+//! that overflows, an id the natural order here cannot rank, …) it declines, and the reference runs and says
+//! what is wrong.
+
+use std::borrow::Cow;
+
+use crate::input::Input;
+use crate::intern::Interner;
+use crate::json::{Keys, Reader};
+use crate::validate;
+
+type Str<'a> = Cow<'a, str>;
+
+/// A string msgspec's `Meta(min_length=1, max_length=255)` accepts (counted in characters).
+fn sized(s: &str) -> bool {
+    !s.is_empty() && (s.len() <= 255 || s.chars().count() <= 255)
+}
+
+/// A partition number msgspec's `Meta(ge=0, le=2**31 - 1)` accepts.
+const MAX_PARTITION: u64 = (1 << 31) - 1;
+
+/// `{"topic": …, "partition": …}` plus, for a partition of the request, `"rate"` and `"lag"`: each key at most
+/// once, no other key, topic, partition (and rate) required.
+fn partition_object<'a>(
+    r: &mut Reader<'a>,
+    rated: bool,
+) -> Option<(Str<'a>, u64, f64, Option<f64>)> {
+    r.eat(b'{')?;
+    let (mut topic, mut partition, mut rate, mut lag) = (None, None, None, None);
+    let mut first = true;
+    while r.more(b'}', first)? {
+        first = false;
+        let key = r.plain_key()?;
+        r.eat(b':')?;
+        match key {
+            b"topic" if topic.is_none() => topic = Some(r.string()?),
+            b"partition" if partition.is_none() => partition = Some(r.unsigned(MAX_PARTITION)?),
+            b"rate" if rated && rate.is_none() => rate = Some(r.float()?),
+            b"lag" if rated && lag.is_none() => {
+                lag = Some(if r.null() { None } else { Some(r.float()?) })
+            }
+            _ => return None, // unknown, or given twice
+        }
+    }
+    let rate = if rated { rate? } else { 0.0 };
+    Some((topic?, partition?, rate, lag.flatten()))
+}
+
+/// The previous assignment as read: each consumer with how many partitions it held, then all of them in order.
+type PreviousDoc<'a> = (Vec<(Str<'a>, usize)>, Vec<(Str<'a>, u64)>);
+
+/// A member: an id, or `{"id": …, "capacity": …}`.
+fn member<'a>(r: &mut Reader<'a>) -> Option<(Str<'a>, Option<f64>)> {
+    if r.peek()? == b'"' {
+        return Some((r.string()?, None));
+    }
+    r.eat(b'{')?;
+    let (mut id, mut capacity) = (None, None);
+    let mut first = true;
+    while r.more(b'}', first)? {
+        first = false;
+        let key = r.string()?;
+        r.eat(b':')?;
+        match key.as_ref() {
+            "id" if id.is_none() => id = Some(r.string()?),
+            "capacity" if capacity.is_none() => capacity = Some(r.float()?),
+            _ => return None,
+        }
+    }
+    Some((id?, Some(capacity?)))
+}
+
+/// The request's JSON → (the other fields' JSON, for msgspec; the partitions, previous assignment and members
+/// on arrays); None to let the reference decode it.
+pub fn parse(body: &[u8]) -> Option<(Vec<u8>, Input)> {
+    let mut r = Reader::new(body);
+    r.eat(b'{')?;
+    let mut rest = vec![b'{'];
+    let mut fields = Keys::default();
+    let mut topics = Interner::default();
+    let (mut keys, mut rates, mut lags) = (vec![], vec![], vec![]);
+    let mut partitions = false;
+    let mut previous: Option<PreviousDoc> = None;
+    let mut members: Option<Vec<(Str, Option<f64>)>> = None;
+    let mut first = true;
+    while r.more(b'}', first)? {
+        first = false;
+        let field = r.string()?;
+        if !fields.insert(field.clone()) {
+            return None; // a key twice
+        }
+        r.eat(b':')?;
+        let bulk = matches!(field.as_ref(), "partitions" | "previous" | "members");
+        if bulk && r.peek()? != b'n' {
+            match field.as_ref() {
+                "partitions" => {
+                    partitions = true;
+                    r.eat(b'[')?;
+                    let mut first = true;
+                    while r.more(b']', first)? {
+                        first = false;
+                        let (topic, partition, rate, lag) = partition_object(&mut r, true)?;
+                        if !(validate::number(rate) && lag.is_none_or(validate::number)) {
+                            return None;
+                        }
+                        keys.push((topics.intern(&topic, sized)?, partition as i64));
+                        rates.push(rate);
+                        lags.push(lag);
+                    }
+                }
+                "previous" => {
+                    let (mut consumers, mut held) = (vec![], vec![]);
+                    r.eat(b'{')?;
+                    let mut first = true;
+                    while r.more(b'}', first)? {
+                        first = false;
+                        let name = r.string()?;
+                        r.eat(b':')?;
+                        r.eat(b'[')?;
+                        let before = held.len();
+                        let mut first = true;
+                        while r.more(b']', first)? {
+                            first = false;
+                            let (topic, partition, ..) = partition_object(&mut r, false)?;
+                            held.push((topic, partition));
+                        }
+                        consumers.push((name, held.len() - before));
+                    }
+                    previous = Some((consumers, held));
+                }
+                _ => {
+                    let mut list = vec![];
+                    r.eat(b'[')?;
+                    let mut first = true;
+                    while r.more(b']', first)? {
+                        first = false;
+                        list.push(member(&mut r)?);
+                    }
+                    members = Some(list);
+                }
+            }
+        } else {
+            r.ws();
+            let start = r.at;
+            r.skip(0)?;
+            if rest.len() > 1 {
+                rest.push(b',');
+            }
+            crate::answer::string(&mut rest, &field);
+            rest.push(b':');
+            rest.extend_from_slice(&body[start..r.at]);
+        }
+    }
+    r.ws();
+    if r.at != body.len() || !partitions {
+        return None; // more after the object; or no partitions (a group's stored rates): the reference reads it
+    }
+    rest.push(b'}');
+    // the previous assignment's partitions numbered with the same topics (one it alone names is added)
+    let mut previous_keys = vec![];
+    if let Some((consumers, held)) = &previous {
+        if consumers.iter().any(|(name, _)| !sized(name)) {
+            return None;
+        }
+        previous_keys.reserve(held.len());
+        for (topic, partition) in held {
+            previous_keys.push((topics.intern(topic, sized)?, *partition as i64));
+        }
+    }
+    let mut input = Input::new(topics, keys, rates, lags)?;
+    if let Some((consumers, _)) = &previous {
+        let consumers = consumers
+            .iter()
+            .map(|(name, count)| (name.as_ref(), *count));
+        input.set_previous(consumers.collect(), &previous_keys)?;
+    }
+    if let Some(members) = &members {
+        if members.iter().any(|(id, _)| !sized(id)) {
+            return None;
+        }
+        input.set_members(
+            members
+                .iter()
+                .map(|(id, capacity)| (id.as_ref(), *capacity))
+                .collect(),
+        )?;
+    }
+    Some((rest, input))
+}
