@@ -8,11 +8,14 @@ deterministic suite (tests/fuzz/, or the tests of its endpoint). Targets:
   set of cases);
 - placement: random and mutated placement bodies (tests/fuzz/placement_bodies.py) through POST /v1/placements
   in process and through `groupfit placement --input -`: a 5xx, an exception out of the CLI, an error without
-  a known code, the CLI and the API disagreeing, a plan breaking the request's rules.
+  a known code, the CLI and the API disagreeing, a plan breaking the request's rules;
+- cores: the compiled and the reference core on extreme numbers (tests/unit/codec/test_core_extremes.py):
+  the same answer or the same error, `--cases` requests per algorithm.
 
-`make fuzz` runs every target (FUZZ_SECONDS each, 600 by default); `make fuzz-placement` only the second.
+`make fuzz` runs every target (FUZZ_SECONDS each, 600 by default; FUZZ_CASES); `make fuzz-placement` and
+`make fuzz-cores` one each.
 
-    .venv/bin/python bench/fuzz.py [--target api|placement|all] --seconds 600 [--seed N] [--out .groupfit/fuzz]
+    .venv/bin/python bench/fuzz.py [--target api|placement|cores|all] --seconds 600 [--cases 2000] [--seed N]
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ class Campaign:
         self.answers: Counter[str] = Counter()
         self.inputs = 0
         self.findings = 0
+        self.cases = 0  # (the cores' campaign: requests per algorithm)
 
     def found(self, content: bytes, problems: list[str], suffix: str = "json") -> None:
         self.findings += 1
@@ -170,7 +174,19 @@ def batch(campaign: Campaign, operation: Any) -> None:
         campaign.found(curl.encode(), [f"{operation.label}: {type(exc).__name__}: {exc}"[:4000]], "sh")
 
 
-TARGETS: dict[str, Callable] = {"api": api, "placement": placement}
+async def cores(campaign: Campaign, seconds: float) -> None:
+    """The two cores' differential test on extreme numbers (tests/unit/codec/test_core_extremes.py), on the
+    campaign's seed and `--cases` requests per algorithm (not timed: it runs them all)."""
+    environment = {**os.environ, "GROUPFIT_FUZZ_SEED": str(campaign.seed), "GROUPFIT_FUZZ_CASES": str(campaign.cases)}
+    command = [sys.executable, "-m", "pytest", "-q", "tests/unit/codec/test_core_extremes.py", "-k", "agree"]
+    run = await asyncio.to_thread(subprocess.run, command, env=environment, cwd=ROOT, capture_output=True)
+    campaign.inputs = campaign.cases
+    campaign.answers["pytest exit " + str(run.returncode)] += 1
+    if run.returncode != 0:
+        campaign.found(run.stdout + run.stderr, [run.stdout.decode(errors="replace")[-4000:]], "txt")
+
+
+TARGETS: dict[str, Callable] = {"api": api, "placement": placement, "cores": cores}
 
 
 def main() -> None:
@@ -179,11 +195,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=600.0, help="per target")
     parser.add_argument("--seed", type=int, default=None, help="default: drawn from the clock (printed)")
     parser.add_argument("--out", type=Path, default=ROOT / ".groupfit" / "fuzz")
+    parser.add_argument("--cases", type=int, default=2000, help="cores: requests per algorithm")
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else time.time_ns() % 2**32
     findings = 0
     for name in TARGETS if args.target == "all" else [args.target]:
         campaign = Campaign(name, seed, args.out)
+        campaign.cases = args.cases
         asyncio.run(TARGETS[name](campaign, args.seconds))
         campaign.report(args.seconds)
         findings += campaign.findings

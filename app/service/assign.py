@@ -97,7 +97,7 @@ class AssignService:
         if compiled is not None:
             return compiled
         async with self.pool.admit(tenants) as ticket:
-            return _ENCODED.decode(await self.pool.compute(decode_job, DecodeJob(body, dense, keyed), None, ticket))
+            return _ENCODED.decode(await self.pool.run(decode_job, DecodeJob(body, dense, keyed), None, ticket))
 
     async def compute(
         self, computation: Computation, gone: Gone | None = None, tenants: tuple[str, ...] = ()
@@ -111,7 +111,7 @@ class AssignService:
             if offloaded is None:
                 return await self.pool.run_in_thread(computation.compute, self.limits, ticket=ticket)
             job = AssignJob(offloaded, self.limits)
-            return _COMPUTED.decode(await self.pool.compute(assign_job, job, gone, ticket))
+            return _COMPUTED.decode(await self.pool.run(assign_job, job, gone, ticket))
 
     async def _store_version(
         self,

@@ -280,46 +280,23 @@ class ComputePool:
             raise compute_failed(f"a panic of the compiled core: {exc}") from None
 
     async def run(
-        self,
-        job: Job,
-        payload: bytes,
-        gone: Gone | None = None,
-        ticket: Ticket | None = None,
-        blobs: Sequence[bytes] = (),
+        self, job: Job, payload: bytes | msgspec.Struct, gone: Gone | None = None, ticket: Ticket | None = None
     ) -> bytes:
-        """`job(payload, *blobs)` in a worker, within the ticket's deadline (a ticket of its own when none is
-        given); `gone()` returns when the client has gone away. `blobs`: large bytes (a body, stored values)
-        written to the worker as they are, a slice at a time, never copied into the payload."""
-        return b"".join(await self.run_chunked(job, payload, gone, ticket, blobs))
-
-    async def compute(
-        self, job: Job, request: msgspec.Struct, gone: Gone | None = None, ticket: Ticket | None = None
-    ) -> bytes:
-        """`run` with a job's Struct, its bytes sent as blobs (`parted`); the job reads it with `joined`."""
-        payload, blobs = parted(request)
-        return await self.run(job, payload, gone, ticket, blobs)
-
-    async def compute_chunked(
-        self, job: Job, request: msgspec.Struct, gone: Gone | None = None, ticket: Ticket | None = None
-    ) -> list[bytes]:
-        """`compute`, the result in the slices it was read in (an answer passed on as it is)."""
-        payload, blobs = parted(request)
-        return await self.run_chunked(job, payload, gone, ticket, blobs)
+        """`job(payload)` in a worker, within the ticket's deadline (a ticket of its own when none is given);
+        `gone()` returns when the client has gone away. A Struct payload is sent `parted` (its bytes beside it,
+        a slice at a time, never copied into the payload; the job reads it with `joined`)."""
+        return b"".join(await self.run_chunked(job, payload, gone, ticket))
 
     async def run_chunked(
-        self,
-        job: Job,
-        payload: bytes,
-        gone: Gone | None = None,
-        ticket: Ticket | None = None,
-        blobs: Sequence[bytes] = (),
+        self, job: Job, payload: bytes | msgspec.Struct, gone: Gone | None = None, ticket: Ticket | None = None
     ) -> list[bytes]:
         """`run`, the result in the slices it was read in (an answer passed on as it is, not joined)."""
         if ticket is None:
             async with self.admit() as ticket:
-                return await self.run_chunked(job, payload, gone, ticket, blobs)
+                return await self.run_chunked(job, payload, gone, ticket)
+        head, blobs = (payload, []) if isinstance(payload, bytes) else parted(payload)
         worker = await self._worker_for(ticket)
-        status, value = await self._call(worker, f"{job.__module__}:{job.__name__}", payload, blobs, gone)
+        status, value = await self._call(worker, f"{job.__module__}:{job.__name__}", head, blobs, gone)
         if status == _OK:
             return value
         if status == _REFUSED:

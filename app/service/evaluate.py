@@ -82,7 +82,7 @@ class EvaluateService:
     async def evaluate(self, read: ReadBody, tenants: tuple[str, ...], gone: Gone | None = None) -> bytes:
         """The JSON answer to a POST /v1/evaluate body: admitted before the body is read."""
         async with self.pool.admit(tenants) as ticket:
-            return await self.pool.compute(evaluate_job, EvaluateJob(await read(), self.limits), gone, ticket)
+            return await self.pool.run(evaluate_job, EvaluateJob(await read(), self.limits), gone, ticket)
 
 
 _JOB = msgspec.msgpack.Decoder(EvaluateJob)

@@ -99,7 +99,7 @@ class GroupService:
             rates = rates_json(job)
         else:
             async with self.pool.admit(tenants) as ticket:
-                rates = _RATES_JSON.decode(await self.pool.compute(rates_job, job, None, ticket))
+                rates = _RATES_JSON.decode(await self.pool.run(rates_job, job, None, ticket))
         await self.store.put_rates_json(group, rates, time.time_ns() // 1_000_000)
         return RatesAck(group, rates.partition_count, rates.window_end, rates.updated_at)
 

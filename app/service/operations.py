@@ -160,7 +160,7 @@ class OperationsService:
             return [encode(rates_history(group, await self.store.rates_windows_json(group, entries)))]
         async with self.pool.admit(tenants) as ticket:
             windows = await self.store.rates_windows_json(group, entries)
-            return await self.pool.compute_chunked(history_job, HistoryJob(group, windows), None, ticket)
+            return await self.pool.run_chunked(history_job, HistoryJob(group, windows), None, ticket)
 
     async def replay(
         self,
@@ -189,7 +189,7 @@ class OperationsService:
             windows = await self.store.rates_windows_json(group, entries)
             throughput = consumer_throughput or capacity * THROUGHPUT_PER_CAPACITY
             job = ReplayJob(group, windows, capacity, list(algorithms), throughput if latency else None, rebalance_s)
-            return await self.pool.compute(replay_job, job, gone, ticket)
+            return await self.pool.run(replay_job, job, gone, ticket)
 
     async def rates_stored(self, group: str, tenants: tuple[str, ...] = ()) -> None:
         """After rates are stored: the gauges follow them. A group without an assignment yet has no signal. One

@@ -105,4 +105,4 @@ class PlacementService:
                 request = decode(_REQUEST, body)
                 if request.solver == "heuristic" and check_size(request, self.limits) <= self.limits.inline_cells:
                     return encode(plan(request, self.limits))
-            return await self.pool.compute(placement_job, PlacementJob(body, self.limits), gone, ticket)
+            return await self.pool.run(placement_job, PlacementJob(body, self.limits), gone, ticket)

@@ -79,4 +79,4 @@ async def scale_signal(
     if get_algorithm(algorithm).cheap and len(rates) + len(stored.assignment_json) <= INLINE_BYTES:
         return run_scale(job)
     async with pool.admit(tenants) as ticket:
-        return _SIGNAL.decode(await pool.compute(scale_job, job, None, ticket))
+        return _SIGNAL.decode(await pool.run(scale_job, job, None, ticket))

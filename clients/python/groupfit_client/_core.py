@@ -240,9 +240,7 @@ def evaluate(
     return Call("POST", path("v1", "evaluate"), Answer(Evaluation), json=body, timeout=timeout)
 
 
-def groups(
-    contains: str = "", limit: int = 1000, after: str = "", *, timeout: float | None = None
-) -> Call[GroupList]:
+def groups(contains: str = "", limit: int = 1000, after: str = "", *, timeout: float | None = None) -> Call[GroupList]:
     """GET /v1/groups: one page of the stored groups the token may read whose name contains `contains`, in name
     order, at most `limit` (at most 1000) after the cursor `after` (the `next` of the page before; "" first)."""
     params: dict[str, str | int | float] = {"contains": contains, "limit": limit, "after": after}

@@ -7,7 +7,10 @@ import resource
 import signal
 import time
 
+import msgspec
+
 from app.core.errors import AssignmentError, ErrorCode
+from app.service.compute import joined
 
 
 def pid(payload: bytes) -> bytes:
@@ -47,6 +50,10 @@ def address_space(payload: bytes) -> bytes:
     return f"{resource.getrlimit(resource.RLIMIT_AS)[0]} {current()}".encode()
 
 
+class Blobs(msgspec.Struct):
+    parts: list[bytes]
+
+
 def echo(payload: bytes, *blobs: bytes) -> bytes:
-    """Its blobs, joined."""
-    return b"".join(blobs)
+    """Its parts, joined."""
+    return b"".join(joined(msgspec.msgpack.Decoder(Blobs), payload, blobs).parts)

@@ -159,21 +159,17 @@ async def test_waiting_tenants_are_served_in_turn_not_first_come_first_served():
     assert served == ["a", "b", "a", "a"]  # b's one request waits for one of a's, not for all three
 
 
-async def test_a_worker_killed_while_computing_answers_compute_failed_and_is_replaced(pool):
+@pytest.mark.parametrize(
+    ("job", "payload", "said"),
+    [(pool_jobs.crash, b"", "SIGSEGV"), (pool_jobs.panic, b"index out of bounds", "index out of bounds")],
+)
+async def test_a_worker_killed_or_panicking_answers_compute_failed_and_is_replaced(pool, job, payload, said):
     worker = int(await pool.run(pool_jobs.pid, b"0"))
     with pytest.raises(AssignmentError) as failed:
-        await pool.run(pool_jobs.crash, b"")
-    assert failed.value.code is ErrorCode.COMPUTE_FAILED and "SIGSEGV" in failed.value.message
+        await pool.run(job, payload)
+    assert failed.value.code is ErrorCode.COMPUTE_FAILED and said in failed.value.message
     assert await gone_within(worker)
     assert int(await pool.run(pool_jobs.pid, b"0")) != worker
-
-
-async def test_a_panic_in_the_worker_answers_compute_failed_and_the_worker_is_replaced(pool):
-    worker = int(await pool.run(pool_jobs.pid, b"0"))
-    with pytest.raises(AssignmentError) as failed:
-        await pool.run(pool_jobs.panic, b"index out of bounds")
-    assert failed.value.code is ErrorCode.COMPUTE_FAILED and "index out of bounds" in failed.value.message
-    assert await gone_within(worker)
 
 
 async def test_a_panic_on_a_thread_answers_compute_failed(pool):
@@ -220,6 +216,7 @@ def test_a_jobs_bytes_travel_beside_its_payload_and_come_back_in_place():
 
 async def test_large_blobs_and_results_cross_the_socket_whole(pool):
     blob = bytes(range(256)) * 20_000  # 5 MB: written and read a slice at a time
-    assert await pool.run(pool_jobs.echo, b"", blobs=[blob, b"", b"end"]) == blob + b"end"
-    chunks = await pool.run_chunked(pool_jobs.echo, b"", blobs=[blob])
+    job = pool_jobs.Blobs([blob, b"", b"end"])
+    assert await pool.run(pool_jobs.echo, job) == blob + b"end"
+    chunks = await pool.run_chunked(pool_jobs.echo, pool_jobs.Blobs([blob]))
     assert len(chunks) == 5 and b"".join(chunks) == blob
