@@ -320,8 +320,9 @@ def replay(
 
 def place_replicas(request: Mapping[str, Any], *, timeout: float | None = None) -> Call[Placement]:
     """POST /v1/placements: a replica placement for `request`, a PlacementRequest document (brokers, topics,
-    partitions with their current replicas, solver, options). Stateless, so retried like a read; the exact
-    solver may take options.time_limit_ms, so give a `timeout` above it."""
+    partitions with their current replicas, solver, options); needs a token for the cluster (write, no `groups`
+    list). Stateless, so retried like a read; the exact solver may take options.time_limit_ms, so give a
+    `timeout` above it."""
     return Call("POST", path("v1", "placements"), Answer(Placement), json=dict(request), timeout=timeout)
 
 
