@@ -7,7 +7,6 @@ request costs (bench/service_http.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import typing
 from typing import Annotated
 
@@ -22,20 +21,12 @@ from app.api.dependencies import AssignServiceDep, services_of
 from app.api.endpoints import answers, client_gone, endpoint, json_response, read_body, request_body
 from app.api.errors import error_response, store_down
 from app.codec.assign import DeltaForm
-from app.codec.assign_input import AssignInput, Limits, decode_assign
 from app.core.errors import GroupfitError
 from app.service.access import Grant
 from app.service.assign import AssignService
 from app.store.groups import StoreUnavailable
 
 router = APIRouter()
-
-UNIQUE_KEYS_INLINE_BYTES = 64 * 1024
-"""Bodies up to this size are checked for duplicate keys on the event loop; larger ones where they are computed."""
-
-READ_INLINE_BYTES = 1024 * 1024
-"""Bodies up to this size are read on the event loop (~2 ms at most by the compiled reader); larger ones on a
-thread."""
 
 
 @endpoint(
@@ -80,22 +71,13 @@ async def assign(
 async def answer(
     request: Request, grant: Grant, assigner: AssignService, delta: DeltaForm, idempotency_key: str | None
 ) -> bytes:
-    """The answer's JSON: the body read and decoded, the token checked against its group, the use case run."""
-    decoded = await _decode(await read_body(request), assigner.limits, delta, bool(idempotency_key))
+    """The answer's JSON: the body read and decoded, the token checked against its group, the use case run
+    (admitted for the token's tenants)."""
+    decoded = await assigner.decode(await read_body(request), delta, bool(idempotency_key), grant.tenants())
     fields = decoded.request
     request.state.group, request.state.algorithm = fields.group, fields.algorithm  # for the log
     grant.check(fields.group, write=bool(fields.group) and not fields.dry_run)
-    return await assigner.assign(decoded, idempotency_key, client_gone(request))
-
-
-async def _decode(body: bytes, limits: Limits, delta: DeltaForm, keyed: bool) -> AssignInput:
-    """A large body is read on a thread (the compiled reader releases the GIL, so the event loop goes on
-    meanwhile), a small one here (a thread hop costs more than reading it); a large body's duplicate-key
-    check (as costly as its decoding) is left to where it is computed."""
-    unique_keys = len(body) <= UNIQUE_KEYS_INLINE_BYTES
-    if len(body) > READ_INLINE_BYTES:
-        return await asyncio.to_thread(decode_assign, body, limits, delta, keyed, unique_keys)
-    return decode_assign(body, limits, delta, keyed, unique_keys)
+    return await assigner.assign(decoded, idempotency_key, client_gone(request), grant.tenants(fields.group))
 
 
 DELTA_QUERIES: dict[bytes, DeltaForm] = {

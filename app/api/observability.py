@@ -3,6 +3,7 @@ Starlette's BaseHTTPMiddleware would cost more than a 1 000-partition assignment
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -19,6 +20,9 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from app.api.group_table import GroupTable
+from app.codec.wire import error_body
+from app.core.errors import GroupfitError
+from app.service.compute import compute_failed, is_panic
 
 if TYPE_CHECKING:
     from app.codec.assign_input import Computed
@@ -30,6 +34,10 @@ SECONDS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2
 """Buckets of a duration: an assignment's computation; a request's from the second (a millisecond) on."""
 MOVES = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 20000)
 """Buckets of the partitions one rebalance moves."""
+LAG = (0.001, 0.002, 0.005, 0.01, 0.015, 0.02, 0.03, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
+"""Buckets of the event loop's lag (no request should keep it busy for more than 20 ms)."""
+LOOP_PROBE_S = 0.005
+"""How often the event loop's lag is measured."""
 
 GROUP_GAUGES = {
     "groupfit_group_rscore": "Rscore of the group's last stored assignment",
@@ -118,6 +126,20 @@ class Metrics:
             ("reason",),
             registry=own,
         )
+        self.loop_lag = Histogram(
+            "groupfit_event_loop_lag_seconds",
+            f"how late the event loop ran a timer due every {LOOP_PROBE_S * 1000:g} ms (its work, or waiting for a "
+            "core on a busy machine)",
+            buckets=LAG,
+            registry=own,
+        )
+        self.loop_busy = Histogram(
+            "groupfit_event_loop_busy_seconds",
+            f"CPU time of the event loop's thread between two runs of a timer due every {LOOP_PROBE_S * 1000:g} ms: "
+            "at least the longest a callback (a request's work on the loop) kept it busy, whatever the machine's load",
+            buckets=LAG,
+            registry=own,
+        )
         self.groups = GroupTable(list(GROUP_GAUGES), max_groups, Path(shared) / GROUP_TABLE_FILE if shared else None)
         self.registry.register(GroupGauges(self.groups))
         self._requests: dict[tuple[str, str, str], tuple[Any, Any]] = {}
@@ -134,6 +156,17 @@ class Metrics:
             series = self._requests[key] = (self.requests.labels(*key), self.latency.labels(*key))
         series[0].inc()
         series[1].observe(seconds)
+
+    async def watch_loop(self) -> None:
+        """Measures the event loop until cancelled: how late a timer due every LOOP_PROBE_S runs (what a request
+        waits), and the CPU time its thread spent meanwhile (what the loop's own work took: a callback that held
+        it for 30 ms shows as 30 ms, while waiting for a core does not count)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            due, cpu = loop.time() + LOOP_PROBE_S, time.thread_time()
+            await asyncio.sleep(LOOP_PROBE_S)
+            self.loop_lag.observe(max(0.0, loop.time() - due))
+            self.loop_busy.observe(time.thread_time() - cpu)
 
     def computed(self, algorithm: str, seconds: float) -> None:
         self.compute.labels(algorithm).observe(seconds)
@@ -224,6 +257,11 @@ class ObservabilityMiddleware:
 
         try:
             await self.app(scope, receive, send_with_id)
+        except BaseException as exc:
+            if not is_panic(exc) or status != 500:  # (500: no answer started yet)
+                raise
+            log.error("a panic of the compiled core", exc_info=exc, extra={"fields": {"request_id": request_id}})
+            await _answer(send_with_id, compute_failed(f"a panic of the compiled core: {exc}"))
         finally:
             elapsed = time.perf_counter() - start
             route = getattr(scope.get("route"), "path", "unmatched")
@@ -272,3 +310,17 @@ def _header(scope: dict, name: bytes) -> str | None:
         if key == name:
             return value.decode("latin-1")[:128]
     return None
+
+
+async def _answer(send: Any, error: GroupfitError) -> None:
+    """An error answered by the middleware itself (what escaped the app's handlers: a panic)."""
+    from app.api.errors import STATUS
+
+    await send(
+        {
+            "type": "http.response.start",
+            "status": STATUS[error.code],
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": error_body(error)})

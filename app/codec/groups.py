@@ -97,6 +97,14 @@ class StoredRates(Struct):
     updated_at: str
 
 
+class RatesDocument(Struct):
+    """The latest rates as the store keeps them: StoredRates without its group."""
+
+    partitions: list[PartitionRate]
+    window_end: str
+    updated_at: str
+
+
 class RatesAck(Struct):
     group: str
     partition_count: int

@@ -174,7 +174,13 @@ def test_operator_calls_round_trip(live_service):
         assert (replay.windows, replay.window_ends, replay.iteration_s, replay.capacity) == (2, ends, 30, 10)
         assert all(run.consumers == [3, 5] and run.latency is None for run in replay.results.values())
         assert client.replay(group, ["bfd"], windows=1).results["bfd"].consumers == [5]
+        client.put_rates(group + "-2", RATES, ends[0])
+        first = client.groups(contains=group, limit=1)
+        assert [g.group for g in first.groups] == [group] and first.truncated and first.next == group
+        second = client.groups(contains=group, limit=1, after=first.next)
+        assert [g.group for g in second.groups] == [group + "-2"]
         client.delete_group(group)
+        client.delete_group(group + "-2")
         assert client.groups(contains=group).groups == []
 
 

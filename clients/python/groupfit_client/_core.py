@@ -258,10 +258,10 @@ def evaluate(
     return Call("POST", path("v1", "evaluate"), Answer(Evaluation), json=body, timeout=timeout)
 
 
-def groups(contains: str = "", limit: int = 1000, *, timeout: float | None = None) -> Call[GroupList]:
-    """GET /v1/groups: the stored groups the token may read whose name contains `contains`, in name order, at
-    most `limit` (`truncated` says more matched)."""
-    params: dict[str, str | int | float] = {"contains": contains, "limit": limit}
+def groups(contains: str = "", limit: int = 1000, after: str = "", *, timeout: float | None = None) -> Call[GroupList]:
+    """GET /v1/groups: one page of the stored groups the token may read whose name contains `contains`, in name
+    order, at most `limit` (at most 1000) after the cursor `after` (the `next` of the page before; "" first)."""
+    params: dict[str, str | int | float] = {"contains": contains, "limit": limit, "after": after}
     return Call("GET", path("v1", "groups"), Answer(GroupList), params=params, timeout=timeout)
 
 
@@ -338,8 +338,9 @@ def replay(
 
 def place_replicas(request: Mapping[str, Any], *, timeout: float | None = None) -> Call[Placement]:
     """POST /v1/placements: a replica placement for `request`, a PlacementRequest document (brokers, topics,
-    partitions with their current replicas, solver, options). Stateless, so retried like a read; the exact
-    solver may take options.time_limit_ms, so give a `timeout` above it."""
+    partitions with their current replicas, solver, options); needs a token for the cluster (write, no `groups`
+    list). Stateless, so retried like a read; the exact solver may take options.time_limit_ms, so give a
+    `timeout` above it."""
     return Call("POST", path("v1", "placements"), Answer(Placement), json=dict(request), timeout=timeout)
 
 

@@ -257,11 +257,12 @@ class GroupSummary(Readable):
 
 @dataclass(frozen=True)
 class GroupList(Readable):
-    """The answer of GET /v1/groups: the groups the token may read, in name order; `truncated` when more matched
-    than the limit."""
+    """One page of GET /v1/groups: the groups the token may read, in name order; `next` the cursor of the next
+    page (pass it as `after`; None at the end), `truncated` whether there is one."""
 
     groups: list[GroupSummary]
     truncated: bool
+    next: str | None  # None at the end (or from a service that does not page)
     raw: Json = field(repr=False, compare=False)
 
 
