@@ -23,6 +23,11 @@ public final class Holding {
         return decreasing.length;
     }
 
+    /** The partitions it was made from. */
+    public Partitions partitions() {
+        return partitions;
+    }
+
     /** The number of partitions, from the largest, that a bin of this limit takes before the first that does not
      * fit ({@code Bins.fill} on a new bin): at least one, at most {@code end}. */
     int fits(int end, double limit) {

@@ -85,6 +85,17 @@ public final class Partitions {
         return new Holding(this, ranks, sums);
     }
 
+    /**
+     * The same partitions as {@code other} (made from partitions listed in the same order, e.g. before the rates
+     * were read again) under these partitions' rates.
+     */
+    public Holding holding(Holding other) {
+        if (other.partitions.n != n) {
+            throw new IllegalArgumentException("the holding was made from partitions of another layout");
+        }
+        return holding(other.decreasing, other.decreasing.length);
+    }
+
     /** Sorts partition indices by their place in the decreasing order. */
     int[] decreasing(int[] partitions, int length) {
         int[] ranks = new int[length];
@@ -162,10 +173,6 @@ public final class Partitions {
 
         String topicName(int t) {
             return topicNames.get(t);
-        }
-
-        int size() {
-            return n;
         }
 
         int topicOf(int j) {
