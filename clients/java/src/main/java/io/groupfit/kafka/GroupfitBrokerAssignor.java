@@ -2,12 +2,14 @@ package io.groupfit.kafka;
 
 import com.fasterxml.jackson.core.type.TypeReference;
 import io.groupfit.kafka.core.Algorithm;
+import io.groupfit.kafka.core.Holding;
 import io.groupfit.kafka.core.Outcome;
 import io.groupfit.kafka.core.Problem;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -83,14 +85,31 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
     private static final int REPORTS_QUEUED = 64;
 
     /** A topic's stored rates and lags, by partition number (NaN: none stored). */
-    record TopicRates(double[] rate, double[] lag) {}
+    record TopicRates(double[] rate, double[] lag) {
+        boolean sameAs(TopicRates other) {
+            return Arrays.equals(rate, other.rate) && Arrays.equals(lag, other.lag);
+        }
+    }
 
     /**
      * What the background knows of a group: its stored rates by topic (null: none stored yet), the algorithm the
      * core runs for it (the group's stored one when the core runs it, else the configured one) and the group's
      * stored capacity (null: none).
      */
-    record Knowledge(Map<String, TopicRates> rates, Algorithm algorithm, Double storedCapacity) {}
+    record Knowledge(Map<String, TopicRates> rates, Algorithm algorithm, Double storedCapacity) {
+        /** The same rates, algorithm and capacity (a read that found nothing new). */
+        boolean sameAs(Knowledge other) {
+            if (!algorithm.name().equals(other.algorithm.name()) || !algorithm.params().equals(other.algorithm.params())
+                    || !java.util.Objects.equals(storedCapacity, other.storedCapacity)) {
+                return false;
+            }
+            if (rates == null || other.rates == null) {
+                return rates == other.rates;
+            }
+            return rates.keySet().equals(other.rates.keySet())
+                    && rates.entrySet().stream().allMatch(e -> e.getValue().sameAs(other.rates.get(e.getKey())));
+        }
+    }
 
     /** How one assign() went: where the target came from, why, and how long it held the calling thread. */
     public record Report(String group, String source, String algorithm, String reason, int members, int partitions,
@@ -105,6 +124,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
     private final Map<String, String> groupOfMember = new ConcurrentHashMap<>();
     private final Map<Uuid, String> topicNames = new ConcurrentHashMap<>();
     final Map<String, Knowledge> knowledge = new ConcurrentHashMap<>(); // by group; read by tests
+    final Map<String, GroupMemo> memos = new ConcurrentHashMap<>(); // by group, as long as its knowledge
     private final Set<String> resolving = ConcurrentHashMap.newKeySet();
     private final ScheduledExecutorService background = Executors.newSingleThreadScheduledExecutor(runnable -> {
         Thread thread = new Thread(runnable, "groupfit-assignor-background");
@@ -247,23 +267,23 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
     public GroupAssignment assign(GroupSpec groupSpec, SubscribedTopicDescriber describer)
             throws PartitionAssignorException {
         long started = System.nanoTime();
-        String[] memberIds = groupSpec.memberIds().toArray(new String[0]);
-        Arrays.sort(memberIds);
+        Collection<String> ids = groupSpec.memberIds();
+        String[] memberIds = ids.toArray(new String[0]);
         Map<String, String> identityOf = new HashMap<>(2 * memberIds.length);
         Map<String, String> memberOf = new HashMap<>(2 * memberIds.length);
-        for (String memberId : memberIds) {
-            String identity = groupSpec.memberSubscription(memberId).instanceId().orElse(memberId);
-            if (memberOf.putIfAbsent(identity, memberId) != null) {
-                identity = memberId; // two members claim one instance id: the coordinator fences one soon
-                memberOf.put(identity, memberId);
-            }
-            identityOf.put(memberId, identity);
+        if (!identities(groupSpec, memberIds, identityOf, memberOf)) {
+            // two members claim one instance id (the coordinator fences one soon): the first by member id keeps it
+            Arrays.sort(memberIds);
+            identityOf.clear();
+            memberOf.clear();
+            identities(groupSpec, memberIds, identityOf, memberOf);
         }
-        Set<Uuid> subscribed = new HashSet<>();
+        Set<Uuid> subscribed;
         boolean homogeneous = true;
         if (groupSpec.subscriptionType() == SubscriptionType.HOMOGENEOUS && memberIds.length > 0) {
-            subscribed.addAll(groupSpec.memberSubscription(memberIds[0]).subscribedTopicIds());
+            subscribed = groupSpec.memberSubscription(memberIds[0]).subscribedTopicIds();
         } else {
+            subscribed = new HashSet<>();
             for (String memberId : memberIds) {
                 subscribed.addAll(groupSpec.memberSubscription(memberId).subscribedTopicIds());
             }
@@ -278,7 +298,10 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
                 break;
             }
         }
-        boolean named = subscribed.stream().allMatch(topicNames::containsKey);
+        boolean named = true;
+        for (Uuid topicId : subscribed) {
+            named &= topicNames.containsKey(topicId);
+        }
         Knowledge known = group == null ? null : knowledge.get(group);
         Double used = capacity != null ? capacity : known == null ? null : known.storedCapacity();
         String reason;
@@ -298,8 +321,8 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             reason = "no capacity: set " + CAPACITY + " or store one for the group";
         } else {
             try {
-                Computed computed = compute(groupSpec, describer, memberIds, identityOf, memberOf, subscribed, known,
-                        used);
+                Computed computed = compute(memos.computeIfAbsent(group, g -> new GroupMemo()), groupSpec, describer,
+                        identityOf, memberOf, subscribed, known, used);
                 if (computed == null) {
                     reason = "no rates are stored for the group's partitions";
                 } else {
@@ -326,6 +349,9 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         lastReport = new Report(group, source, algorithm, reason, memberIds.length, partitions,
                 outcome == null ? 0 : outcome.moves(), outcome == null ? 0 : outcome.rscore(), micros);
         prepare(group, memberIds, subscribed);
+        if (!log.isInfoEnabled()) {
+            return assignment;
+        }
         if (outcome != null) {
             log.info("groupfit assignor: group {}, {} partitions to {} members via core ({}; rscore {}, {} moves, "
                     + "overloaded {}); held the coordinator {} ms", group, partitions, memberIds.length, algorithm,
@@ -337,89 +363,126 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         return assignment;
     }
 
+    /** Each member's identity (its instance id, else its member id) both ways; false when two members claim one. */
+    private static boolean identities(GroupSpec groupSpec, String[] memberIds, Map<String, String> identityOf,
+            Map<String, String> memberOf) {
+        boolean distinct = true;
+        for (String memberId : memberIds) {
+            String identity = groupSpec.memberSubscription(memberId).instanceId().orElse(memberId);
+            if (memberOf.putIfAbsent(identity, memberId) != null) {
+                distinct = false;
+                identity = memberId;
+                memberOf.put(identity, memberId);
+            }
+            identityOf.put(memberId, identity);
+        }
+        return distinct;
+    }
+
     private record Computed(Outcome outcome, GroupAssignment assignment, Uuid[] topicIds) {}
 
-    /** The core's assignment, or null when none of the partitions has a stored rate. */
-    private Computed compute(GroupSpec groupSpec, SubscribedTopicDescriber describer, String[] memberIds,
+    /**
+     * The core's assignment, or null when none of the partitions has a stored rate. What the memo kept is used
+     * where it was made from the same inputs (the layout and rates, a member's very assignment map, the identities),
+     * so the call costs what changed since the last one; a member whose partitions stay the same gets its current
+     * assignment map back (the coordinator then sees it unchanged at once), the others compact sets.
+     */
+    private Computed compute(GroupMemo memo, GroupSpec groupSpec, SubscribedTopicDescriber describer,
             Map<String, String> identityOf, Map<String, String> memberOf, Set<Uuid> subscribed, Knowledge known,
             double used) {
+        GroupMemo.State before = memo.state;
+        GroupMemo.Table kept = before.table();
         // Topics by name, partitions by number: the request order is the (topic, partition) order.
-        Uuid[] topicIds = subscribed.toArray(new Uuid[0]);
-        Arrays.sort(topicIds, (a, b) -> topicNames.get(a).compareTo(topicNames.get(b)));
-        int total = 0;
+        Uuid[] topicIds;
+        if (kept != null && kept.topicIds().length == subscribed.size() && kept.topicOf().keySet().containsAll(subscribed)) {
+            topicIds = kept.topicIds();
+        } else {
+            topicIds = subscribed.toArray(new Uuid[0]);
+            Arrays.sort(topicIds, (a, b) -> topicNames.get(a).compareTo(topicNames.get(b)));
+        }
         int[] counts = new int[topicIds.length];
+        int[] unassignable = new int[0];
+        int unassignableCount = 0;
+        int global = 0;
         for (int t = 0; t < topicIds.length; t++) {
             counts[t] = describer.numPartitions(topicIds[t]);
-            total += counts[t];
-        }
-        Problem.Builder builder = new Problem.Builder(used, total);
-        Map<Uuid, int[]> indexOf = new HashMap<>(2 * topicIds.length);
-        boolean anyRate = false;
-        for (int t = 0; t < topicIds.length; t++) {
-            String name = topicNames.get(topicIds[t]);
-            int topic = builder.topic(name);
-            TopicRates rates = known.rates().get(name);
-            int[] index = new int[counts[t]];
-            for (int p = 0; p < counts[t]; p++) {
-                index[p] = -1;
-                if (groupSpec.isPartitionAssignable(topicIds[t], p)) {
-                    double rate = rates == null || p >= rates.rate().length ? Double.NaN : rates.rate()[p];
-                    anyRate |= !Double.isNaN(rate);
-                    index[p] = builder.partition(topic, p, Double.isNaN(rate) ? 0.0 : rate,
-                            rates == null || p >= rates.lag().length ? Double.NaN : rates.lag()[p]);
+            for (int p = 0; p < counts[t]; p++, global++) {
+                if (!groupSpec.isPartitionAssignable(topicIds[t], p)) {
+                    if (unassignableCount == unassignable.length) {
+                        unassignable = Arrays.copyOf(unassignable, Math.max(16, 2 * unassignableCount));
+                    }
+                    unassignable[unassignableCount++] = global;
                 }
             }
-            indexOf.put(topicIds[t], index);
         }
-        if (!anyRate) {
-            return null; // all rates zero would put every partition on one member: balanced counts serve better
+        unassignable = Arrays.copyOf(unassignable, unassignableCount);
+        GroupMemo.Table table = GroupMemo.table(kept, known, topicIds, counts, unassignable, topicNames::get);
+        if (table == null) {
+            return null;
         }
-        int[] consumer = new int[memberIds.length];
-        for (int m = 0; m < memberIds.length; m++) {
-            String identity = identityOf.get(memberIds[m]);
-            consumer[m] = builder.consumer(identity);
-            builder.member(consumer[m], memberCapacities.getOrDefault(identity, Double.NaN));
+        String[] natural = GroupMemo.natural(before.natural(), memberOf.keySet());
+        Problem.Builder builder = new Problem.Builder(used, table.partitions());
+        Map<String, GroupMemo.Seen> seen = new HashMap<>(2 * natural.length);
+        String[] memberOfConsumer = new String[natural.length];
+        @SuppressWarnings("unchecked")
+        Map<Uuid, Set<Integer>>[] current = new Map[natural.length];
+        for (String identity : natural) { // consumers in natural order: the core's sorts find them sorted
+            int c = builder.consumer(identity);
+            builder.member(c, memberCapacities.getOrDefault(identity, Double.NaN));
         }
-        for (int m = 0; m < memberIds.length; m++) {
-            for (Map.Entry<Uuid, Set<Integer>> held : groupSpec.memberAssignment(memberIds[m]).partitions().entrySet()) {
-                int[] index = indexOf.get(held.getKey());
-                if (index == null) {
-                    continue; // a topic no longer subscribed
-                }
-                for (int p : held.getValue()) {
-                    if (p < index.length && index[p] >= 0) {
-                        builder.previous(consumer[m], index[p]);
-                    }
-                }
+        for (int c = 0; c < natural.length; c++) {
+            String memberId = memberOf.get(natural[c]);
+            Map<Uuid, Set<Integer>> assignment = groupSpec.memberAssignment(memberId).partitions();
+            Holding holding = GroupMemo.holding(before.seen().get(memberId), assignment, table);
+            seen.put(memberId, new GroupMemo.Seen(assignment, holding));
+            memberOfConsumer[c] = memberId;
+            current[c] = assignment;
+            if (holding.size() > 0) {
+                builder.previous(c, holding);
             }
         }
         Outcome outcome = known.algorithm().solve(builder.build());
+        memo.publish(new GroupMemo.State(table, seen, natural));
         Problem problem = outcome.problem();
-        Map<String, MemberAssignment> members = new HashMap<>(2 * memberIds.length);
-        int[] perTopic = new int[topicIds.length];
+        Map<String, MemberAssignment> members = new HashMap<>(2 * natural.length);
         for (int i = 0; i < outcome.consumerCount(); i++) {
-            int[] held = outcome.partitions(i);
-            Arrays.fill(perTopic, 0);
-            for (int j : held) {
-                perTopic[problem.topicIndex(j)]++;
+            int c = outcome.consumerIndex(i);
+            if (c >= natural.length) {
+                throw new IllegalStateException("the core answered a consumer that is not a member: " + outcome.consumer(i));
             }
-            Map<Uuid, Set<Integer>> mine = new HashMap<>(2 * topicIds.length);
-            @SuppressWarnings("unchecked")
-            Set<Integer>[] sets = new Set[topicIds.length];
-            for (int j : held) {
-                int t = problem.topicIndex(j);
-                if (sets[t] == null) {
-                    sets[t] = new HashSet<>((int) (perTopic[t] / 0.75f) + 1);
-                    mine.put(topicIds[t], sets[t]);
-                }
-                sets[t].add(problem.partition(j));
-            }
-            members.put(memberOf.get(outcome.consumer(i)), () -> mine);
+            Map<Uuid, Set<Integer>> mine = outcome.unchanged(i) ? current[c] : assignment(problem, outcome.partitions(i),
+                    topicIds, table);
+            members.put(memberOfConsumer[c], () -> mine);
         }
-        for (String memberId : memberIds) {
+        for (String memberId : memberOfConsumer) {
             members.putIfAbsent(memberId, Map::of);
         }
         return new Computed(outcome, new GroupAssignment(members), topicIds);
+    }
+
+    /** A member's partitions (indices into the problem) as the coordinator takes them: a set per topic. */
+    private static Map<Uuid, Set<Integer>> assignment(Problem problem, int[] held, Uuid[] topicIds,
+            GroupMemo.Table table) {
+        if (held.length == 0) {
+            return Map.of();
+        }
+        int[] sorted = held.clone();
+        Arrays.sort(sorted); // index order is (topic, partition) order: a run per topic, partitions ascending
+        Map<Uuid, Set<Integer>> byTopic = new HashMap<>(4);
+        for (int from = 0; from < sorted.length; ) {
+            int t = problem.topicIndex(sorted[from]);
+            int to = from + 1;
+            while (to < sorted.length && problem.topicIndex(sorted[to]) == t) {
+                to++;
+            }
+            int[] numbers = new int[to - from];
+            for (int k = from; k < to; k++) {
+                numbers[k - from] = problem.partition(sorted[k]);
+            }
+            byTopic.put(topicIds[t], new PartitionSet(numbers));
+            from = to;
+        }
+        return Collections.unmodifiableMap(byTopic);
     }
 
     /**
@@ -529,8 +592,17 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
      * first time it is met.
      */
     private void prepare(String group, String[] memberIds, Collection<Uuid> topicIds) {
-        List<String> unknownMembers = Arrays.stream(memberIds).filter(m -> !groupOfMember.containsKey(m)).toList();
-        boolean unknownTopics = topicIds.stream().anyMatch(t -> !topicNames.containsKey(t));
+        boolean allKnown = true;
+        for (String memberId : memberIds) {
+            allKnown &= groupOfMember.containsKey(memberId);
+        }
+        List<String> unknownMembers = allKnown ? List.of()
+                : Arrays.stream(memberIds).filter(m -> !groupOfMember.containsKey(m)).toList();
+        boolean topicsKnown = true;
+        for (Uuid topicId : topicIds) {
+            topicsKnown &= topicNames.containsKey(topicId);
+        }
+        boolean unknownTopics = !topicsKnown;
         if (group != null && unknownMembers.isEmpty() && !unknownTopics) {
             if (!knowledge.containsKey(group) && resolving.add(group)) {
                 background.execute(() -> {
@@ -594,7 +666,15 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             Api.StoredRates rates = absentIfNotFound(client.rates(group, CALL));
             Api.GroupState state = absentIfNotFound(client.group(group, CALL));
             Knowledge learnt = knowledge(rates, state);
-            Knowledge before = knowledge.put(group, learnt);
+            Knowledge before = knowledge.get(group);
+            if (before != null && before.sameAs(learnt)) {
+                return; // kept as it is: what assign() made from it stays valid
+            }
+            knowledge.put(group, learnt);
+            GroupMemo memo = memos.get(group);
+            if (memo != null) {
+                memo.prepare(learnt, topicNames::get); // the coordinator's next call finds the new rates sorted
+            }
             if (learnt.rates() != null && (before == null || before.rates() == null)) {
                 log.info("groupfit assignor: group {} learnt: rates of {} partitions, algorithm {}, stored capacity {}",
                         group, rates.partitions().size(), learnt.algorithm().name(), learnt.storedCapacity());
