@@ -4,6 +4,7 @@ Starlette's BaseHTTPMiddleware would cost more than a 1 000-partition assignment
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
@@ -38,6 +39,14 @@ LAG = (0.001, 0.002, 0.005, 0.01, 0.015, 0.02, 0.03, 0.05, 0.1, 0.25, 0.5, 1, 2.
 """Buckets of the event loop's lag (no request should keep it busy for more than 20 ms)."""
 LOOP_PROBE_S = 0.005
 """How often the event loop's lag is measured."""
+LOOP_LAG = (
+    f"how late the event loop ran a timer due every {LOOP_PROBE_S * 1000:g} ms (its work, or waiting for a core on "
+    "a busy machine)"
+)
+LOOP_BUSY = (
+    f"CPU time of the event loop's thread between two runs of a timer due every {LOOP_PROBE_S * 1000:g} ms: at "
+    "least the longest a callback (a request's work on the loop) kept it busy, whatever the machine's load"
+)
 
 GROUP_GAUGES = {
     "groupfit_group_rscore": "Rscore of the group's last stored assignment",
@@ -91,55 +100,32 @@ class Metrics:
         own = None if shared else self.registry
         if shared:
             MultiProcessCollector(self.registry, shared)
+        counter = functools.partial(Counter, registry=own)
+        histogram = functools.partial(Histogram, registry=own)
         by_route = ("method", "route", "status")
-        self.requests = Counter("groupfit_http_requests", "HTTP requests by route and status", by_route, registry=own)
-        self.latency = Histogram(
-            "groupfit_http_request_duration_seconds",
-            "HTTP request latency by route and status",
-            by_route,
+        self.requests = counter("groupfit_http_requests", "HTTP requests by route and status", by_route)
+        self.latency = histogram(
+            "groupfit_http_request_duration_seconds", "HTTP request latency by route and status", by_route,
             buckets=SECONDS[1:],
-            registry=own,
-        )
-        self.compute = Histogram(
-            "groupfit_assignment_compute_seconds",
-            "time to compute an assignment, by algorithm",
-            ("algorithm",),
+        )  # fmt: skip
+        self.compute = histogram(
+            "groupfit_assignment_compute_seconds", "time to compute an assignment, by algorithm", ("algorithm",),
             buckets=SECONDS,
-            registry=own,
-        )
-        self.rebalances = Counter(
+        )  # fmt: skip
+        self.rebalances = counter(
             "groupfit_rebalances_answered",
             "assignments answered, by algorithm and mode (stored, dry_run, stateless)",
             ("algorithm", "mode"),
-            registry=own,
         )
-        self.moves_per_rebalance = Histogram(
-            "groupfit_rebalance_moves",
-            "partitions moved per stored rebalance, by algorithm",
-            ("algorithm",),
+        self.moves_per_rebalance = histogram(
+            "groupfit_rebalance_moves", "partitions moved per stored rebalance, by algorithm", ("algorithm",),
             buckets=MOVES,
-            registry=own,
+        )  # fmt: skip
+        self.store_errors = counter(
+            "groupfit_store_errors", "requests Redis did not serve (timeout, refused), by error", ("reason",)
         )
-        self.store_errors = Counter(
-            "groupfit_store_errors",
-            "requests Redis did not serve (timeout, refused), by error",
-            ("reason",),
-            registry=own,
-        )
-        self.loop_lag = Histogram(
-            "groupfit_event_loop_lag_seconds",
-            f"how late the event loop ran a timer due every {LOOP_PROBE_S * 1000:g} ms (its work, or waiting for a "
-            "core on a busy machine)",
-            buckets=LAG,
-            registry=own,
-        )
-        self.loop_busy = Histogram(
-            "groupfit_event_loop_busy_seconds",
-            f"CPU time of the event loop's thread between two runs of a timer due every {LOOP_PROBE_S * 1000:g} ms: "
-            "at least the longest a callback (a request's work on the loop) kept it busy, whatever the machine's load",
-            buckets=LAG,
-            registry=own,
-        )
+        self.loop_lag = histogram("groupfit_event_loop_lag_seconds", LOOP_LAG, buckets=LAG)
+        self.loop_busy = histogram("groupfit_event_loop_busy_seconds", LOOP_BUSY, buckets=LAG)
         self.groups = GroupTable(list(GROUP_GAUGES), max_groups, Path(shared) / GROUP_TABLE_FILE if shared else None)
         self.registry.register(GroupGauges(self.groups))
         self._requests: dict[tuple[str, str, str], tuple[Any, Any]] = {}
