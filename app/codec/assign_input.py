@@ -94,6 +94,10 @@ class Computed(msgspec.Struct, array_like=True):
 
     answer: bytes
     assignment: bytes
+    """the JSON of consumer → [[topic, partition], ...], as the store keeps it (the compiled way: b"" where nothing is
+    stored)"""
+    loads: bytes
+    """the JSON of consumer → load (the answer's `consumers[].load`), stored beside the assignment"""
     algorithm: str
     capacity: float
     rscore: float
@@ -300,11 +304,13 @@ class CompiledComputation:
         )
         seconds = time.perf_counter() - started
         used, moves, moved_rate, top, overloaded, rscore = solution.summary(HISTORY_MOVES if stored else 0)
+        assignment, loads = solution.stored() if stored else (b"", b"")
         return Computed(
             solution.answer(
                 algorithm.name, lower_bound, encode(wired(solution.outputs())), encode(request.group), self.delta
             ),
-            solution.stored() if stored else b"",
+            assignment,
+            loads,
             algorithm.name,
             float(self.capacity),
             rscore,
@@ -442,6 +448,7 @@ class ReferenceComputation(msgspec.Struct, array_like=True, tag=True):
         return Computed(
             encode(answer),
             encode({c: [keys[j] for j in held] for c, held in outcome.assignment.items()}),
+            encode({c: outcome.loads[c] for c in outcome.assignment}),
             outcome.algorithm,
             outcome.problem.capacity,
             outcome.rscore,

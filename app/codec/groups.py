@@ -62,6 +62,13 @@ class GroupState(Struct):
         dict[str, str] | UnsetType,
         Meta(description="the rack each consumer runs in, as the last zone-aware version named them"),
     ] = UNSET
+    loads: Annotated[
+        dict[str, float] | UnsetType,
+        Meta(
+            description="each consumer's load as this version's answer gave it (`consumers[].load`: the rates of "
+            "that request); absent for a version stored before loads were kept"
+        ),
+    ] = UNSET
 
 
 class HistoryEntry(Struct):

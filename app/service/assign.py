@@ -151,6 +151,7 @@ class AssignService:
             Replay(idempotency_key, fingerprint, computed.answer) if idempotency_key else None,
             computed.racks,
             new=stored is None,
+            loads=computed.loads,
         )
         if write.replay is not None:  # a concurrent request with the same Idempotency-Key was stored first
             return _replayed(write.replay, fingerprint)

@@ -39,6 +39,7 @@ class RatesJob(msgspec.Struct, array_like=True):
 _RATES = msgspec.json.Decoder(RatesUpdate)
 _JOB = msgspec.msgpack.Decoder(RatesJob)
 _RATES_JSON = msgspec.msgpack.Decoder(RatesJson)
+_LOADS = msgspec.json.Decoder(dict[str, float])
 
 
 def rates_json(job: RatesJob) -> RatesJson:
@@ -83,6 +84,7 @@ class GroupService:
             assignment=assignment_refs(stored.assignment),
             updated_at=stored.updated_at,
             racks=UNSET if stored.racks is None else stored.racks,
+            loads=UNSET if stored.loads_json is None else _LOADS.decode(stored.loads_json),
         )
 
     async def delete(self, group: str) -> None:

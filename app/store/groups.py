@@ -47,6 +47,11 @@ redis.call('HSET', KEYS[1], 'version', version, 'algorithm', ARGV[2], 'capacity'
 if ARGV[14] ~= '' then
   redis.call('HSET', KEYS[1], 'racks', ARGV[14])
 end
+if ARGV[15] ~= '' then
+  redis.call('HSET', KEYS[1], 'loads', ARGV[15])
+else
+  redis.call('HDEL', KEYS[1], 'loads')
+end
 redis.call('LPUSH', KEYS[2], '{"version":' .. version .. ',' .. ARGV[6])
 redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[7]) - 1)
 if ARGV[8] ~= '' then
@@ -65,7 +70,8 @@ expire). ARGV: expected version, algorithm, capacity, assignment,
 updated_at, history entry without its version, history limit, request fingerprint ('' without an
 Idempotency-Key), answer, idempotency TTL, write id (random, one per call), the version's consumer count and
 Rscore (kept beside it for the listing), the consumers' racks ('' for a version that names none: the racks
-stored before stay, as the pods stay where they run). An idempotency record is looked
+stored before stay, as the pods stay where they run), the consumers' loads ('' for none: those stored before
+were another version's, so they go). An idempotency record is looked
 at first, inside the script, so concurrent retries of one request (or a retry of a write whose reply was
 lost) replay it instead of racing the compare-and-set. The write id makes the script itself safe to send
 twice: when the client resends it after losing the reply (a cluster client does, after a node error), the
@@ -246,6 +252,9 @@ class StoredGroup:
     updated_at: str
     racks: dict[str, str] | None = None
     """The rack each consumer runs in, as the last zone-aware version named them (None: never named)."""
+    loads_json: bytes | None = None
+    """Each consumer's load as the version's answer gave it: JSON of consumer → load (None: a version written
+    without them, as before they were kept)."""
 
     @property
     def assignment(self) -> dict[str, list[tuple[str, int]]]:
@@ -365,6 +374,7 @@ class GroupStore:
             assignment_json=fields[b"assignment"],
             updated_at=fields[b"updated_at"].decode(),
             racks=msgspec.json.decode(fields[b"racks"]) if b"racks" in fields else None,
+            loads_json=fields.get(b"loads"),
         )
 
     async def capacity(self, group: str) -> float | None:
@@ -385,10 +395,12 @@ class GroupStore:
         replay: Replay | None = None,
         racks: bytes = b"",
         new: bool = False,
+        loads: bytes = b"",
     ) -> VersionWrite:
         """Compare-and-set of the group's next version with its history entry and idempotency record.
         `assignment` is the JSON of consumer → [[topic, partition], ...]; `racks` of consumer → rack (b"": the
-        stored racks stay); `new`: the group has nothing stored yet (its name goes to the catalog first)."""
+        stored racks stay); `loads` of consumer → load (b"": none); `new`: the group has nothing stored yet (its
+        name goes to the catalog first)."""
         if new:
             await self.name(group)
         summary_tail = msgspec.json.encode(summary)[1:].decode()  # the script prepends "version"
@@ -407,6 +419,7 @@ class GroupStore:
             summary.get("consumer_count", ""),
             repr(float(summary.get("rscore", 0.0))),
             racks,
+            loads,
         ]
         record = self._key(group, "idempotency", replay.key if replay else "")
         keys = [self._key(group, "state"), self._key(group, "history"), record, self._key(group, "idempotency")]

@@ -314,3 +314,20 @@ pub fn stored(o: &Outcome, names: &Names) -> Vec<u8> {
     out.push(b'}');
     out
 }
+
+/// Each consumer's load as the store keeps it beside the assignment: `{"consumer":load,…}`, consumers in the
+/// outcome's order, each load as the answer's `consumers[].load` writes it.
+pub fn loads(o: &Outcome, names: &Names) -> Vec<u8> {
+    let mut out = Vec::with_capacity(40 * o.assignment.len() + 2);
+    out.push(b'{');
+    for (i, ((c, _), &load)) in o.assignment.iter().zip(&o.loads).enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        names.consumer(&mut out, *c);
+        out.push(b':');
+        float(&mut out, load);
+    }
+    out.push(b'}');
+    out
+}

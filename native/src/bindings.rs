@@ -273,11 +273,16 @@ impl Solution {
         Ok(PyBytes::new(py, &json))
     }
 
-    /// The assignment as the store keeps it (JSON).
-    fn stored<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+    /// What the store keeps of the version (JSON): the assignment, and each consumer's load.
+    fn stored<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
         let s = &self.solved;
-        let json = detached(py, || answer::stored(&s.outcome, &s.names))?;
-        Ok(PyBytes::new(py, &json))
+        let (assignment, loads) = detached(py, || {
+            (
+                answer::stored(&s.outcome, &s.names),
+                answer::loads(&s.outcome, &s.names),
+            )
+        })?;
+        Ok((PyBytes::new(py, &assignment), PyBytes::new(py, &loads)))
     }
 
     /// (consumers holding a partition, moves, their total rate, the `top` moves of the largest rate as

@@ -125,6 +125,7 @@ class GroupState(_HoldsAssignment):
     assignment: dict[str, list[TopicPartition]]
     updated_at: dt.datetime
     racks: dict[str, str] | None  # the rack each consumer runs in, as the last zone-aware version named them
+    loads: dict[str, float] | None  # each consumer's load as this version's answer gave it (None: not kept)
     raw: Json = field(repr=False, compare=False)
 
 

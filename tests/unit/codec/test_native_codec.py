@@ -213,8 +213,9 @@ def test_what_the_compiled_reader_takes_means_the_same() -> None:
 
 @pytest.mark.parametrize("algorithm", ["mwf", "bfd", "mbfp", "least-loaded"])
 def test_what_a_group_stores_is_the_same(algorithm: str) -> None:
-    """For a group, the stored assignment, the history's moves and the figures come out of the compiled core
-    as the reference computes them (`ReferenceComputation`), with the group in the answer."""
+    """For a group, the stored assignment, each consumer's load stored beside it (the answer's), the history's
+    moves and the figures come out of the compiled core as the reference computes them (`ReferenceComputation`),
+    with the group in the answer."""
     import msgspec.structs
 
     from app.codec.assign import AssignRequest, capacity_of, previous_of
@@ -242,6 +243,8 @@ def test_what_a_group_stores_is_the_same(algorithm: str) -> None:
         computed = decoded.completed(None, None, None).compute(COMPILED)
         computed.seconds = expected.seconds = 0.0
         assert computed == expected
+        answered = msgspec.json.decode(computed.answer)["consumers"]
+        assert msgspec.json.decode(computed.loads) == {c["id"]: c["load"] for c in answered}
         compared += 1
     assert compared > 150
 

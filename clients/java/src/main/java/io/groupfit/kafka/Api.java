@@ -103,10 +103,10 @@ public final class Api {
             Long version) {}
 
     /**
-     * GET /v1/groups/{group}: what the broker-side assignor reads of it (the stored assignment and the consumers'
-     * racks are left out).
+     * GET /v1/groups/{group}: what the broker-side assignor reads of it (the stored assignment, the consumers'
+     * racks and their loads are left out).
      */
-    @JsonIgnoreProperties(value = {"assignment", "racks"}, ignoreUnknown = true)
+    @JsonIgnoreProperties(value = {"assignment", "racks", "loads"}, ignoreUnknown = true)
     public record GroupState(
             @JsonProperty(required = true) String group,
             long version,
