@@ -469,7 +469,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         for (int i = 0; i < outcome.consumerCount(); i++) {
             String consumer = outcome.consumer(i);
             double own = problem.capacityOf(consumer);
-            members.add(Api.member(consumer, own == used ? null : own));
+            members.add(Api.member(consumer, own == used ? null : own, null));
             List<Api.PartitionRef> held = new ArrayList<>();
             for (int j : outcome.partitions(i)) {
                 held.add(new Api.PartitionRef(problem.topic(j), problem.partition(j)));
