@@ -51,13 +51,12 @@ public final class Api {
      * POST /v1/assign. Only what the assignors send; null fields are left out (the service's defaults). Each of
      * {@code members} is a String or a {@link SizedMember} ({@link #member}), as the contract's anyOf allows. With
      * {@code assignment} the request reports an assignment computed elsewhere (the broker-side assignor's): the
-     * service checks it places every partition once, on members, and stores it as the group's next version.
+     * service checks it places every partition once, on members, and stores it as the group's next version. With
+     * {@code dryRun} the answer is computed and not stored.
      */
     @JsonInclude(JsonInclude.Include.NON_NULL)
     // previous_racks is for requests without members: the assignors always send theirs, each with its rack.
-    @JsonIgnoreProperties({
-        "consumer_throughput", "dry_run", "expected_version", "iteration_s", "previous_racks", "rebalance_s"
-    })
+    @JsonIgnoreProperties({"consumer_throughput", "expected_version", "iteration_s", "previous_racks", "rebalance_s"})
     public record AssignRequest(
             @JsonProperty(required = true) String algorithm,
             Double capacity,
@@ -66,11 +65,24 @@ public final class Api {
             List<PartitionRate> partitions,
             Map<String, List<PartitionRef>> previous,
             Map<String, Object> params,
-            Map<String, List<PartitionRef>> assignment) {
+            Map<String, List<PartitionRef>> assignment,
+            @JsonProperty("dry_run") Boolean dryRun) {
         /** A request for the service to compute. */
         public AssignRequest(String algorithm, Double capacity, String group, List<Object> members,
                 List<PartitionRate> partitions, Map<String, List<PartitionRef>> previous, Map<String, Object> params) {
-            this(algorithm, capacity, group, members, partitions, previous, params, null);
+            this(algorithm, capacity, group, members, partitions, previous, params, null, null);
+        }
+
+        /** A request that reports {@code assignment}, computed elsewhere. */
+        public AssignRequest(String algorithm, Double capacity, String group, List<Object> members,
+                List<PartitionRate> partitions, Map<String, List<PartitionRef>> previous, Map<String, Object> params,
+                Map<String, List<PartitionRef>> assignment) {
+            this(algorithm, capacity, group, members, partitions, previous, params, assignment, null);
+        }
+
+        /** The same request, answered without being stored. */
+        public AssignRequest asDryRun() {
+            return new AssignRequest(algorithm, capacity, group, members, partitions, previous, params, assignment, true);
         }
     }
 

@@ -26,6 +26,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
@@ -65,6 +66,12 @@ import org.slf4j.LoggerFactory;
  * members subscribe to different topics, the assignment is a uniform sticky one ({@link Balance#sticky}) over the
  * current assignment, logged. Member identities are the members' group.instance.id, else their member id; a
  * member's capacity is what {@code groupfit.member.capacities} says for its identity, else the capacity.
+ *
+ * <p>Zones: when a member has a rack (its client.rack) and a partition has racks (the describer's: every replica's
+ * broker's rack), the Java core, which has no zone mode, does not compute: {@code assign()} asks the service for the
+ * zone-aware assignment and waits for it up to {@code groupfit.zones.timeout.ms}, holding the calling thread that
+ * long at most; the service stores its answer as the group's next version. When it does not answer in time, the core
+ * computes as without racks, and the report carries the racks (the service records the cross-zone rate).
  */
 public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, Configurable, AutoCloseable {
     public static final String URL = "groupfit.url";
@@ -75,6 +82,8 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
     public static final String PARAMS = "groupfit.params";
     public static final String REFRESH_MS = "groupfit.refresh.ms";
     public static final String BOOTSTRAP_SERVERS = "groupfit.bootstrap.servers";
+    /** How long assign() waits for the service's zone-aware answer (members and partitions with racks). */
+    public static final String ZONES_TIMEOUT_MS = "groupfit.zones.timeout.ms";
 
     private static final Logger log = LoggerFactory.getLogger(GroupfitBrokerAssignor.class);
     /** How long one background read or report may take. */
@@ -94,13 +103,14 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
 
     /** How one assign() went: where the target came from, why, and how long it held the calling thread. */
     public record Report(String group, String source, String algorithm, String reason, int members, int partitions,
-            int moves, double rscore, long micros) {}
+            int moves, double rscore, Double crossZoneRate, long micros) {}
 
     private GroupfitClient client;
     private Double capacity;
     private Map<String, Double> memberCapacities;
     private Algorithm configured;
     private Duration refresh;
+    private Duration zonesTimeout;
     private Properties adminConfig;
     private final Map<String, String> groupOfMember = new ConcurrentHashMap<>();
     private final Map<Uuid, String> topicNames = new ConcurrentHashMap<>();
@@ -147,6 +157,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         configured = algorithm(GroupfitAssignor.setting(configs, ALGORITHM, "mwf"),
                 GroupfitAssignor.setting(configs, PARAMS, ""));
         refresh = Duration.ofMillis(Long.parseLong(GroupfitAssignor.setting(configs, REFRESH_MS, "10000")));
+        zonesTimeout = Duration.ofMillis(Long.parseLong(GroupfitAssignor.setting(configs, ZONES_TIMEOUT_MS, "1000")));
         client = client(url, GroupfitAssignor.setting(configs, TOKEN, ""));
         adminConfig = new Properties();
         adminConfig.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap(configs));
@@ -284,6 +295,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         String reason;
         GroupAssignment assignment = null;
         Outcome outcome = null;
+        Api.AssignResponse answered = null; // the service's zone-aware answer
         if (memberIds.length == 0 || subscribed.isEmpty()) {
             reason = "nothing to assign";
         } else if (group == null) {
@@ -298,15 +310,36 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             reason = "no capacity: set " + CAPACITY + " or store one for the group";
         } else {
             try {
-                Computed computed = compute(groupSpec, describer, memberIds, identityOf, memberOf, subscribed, known,
-                        used);
-                if (computed == null) {
+                Gathered gathered = gather(groupSpec, describer, memberIds, identityOf, subscribed, known, used);
+                if (gathered == null) {
                     reason = "no rates are stored for the group's partitions";
                 } else {
-                    outcome = computed.outcome();
-                    assignment = computed.assignment();
-                    report(group, known.algorithm(), used, outcome, computed.topicIds(), known.rates());
                     reason = "";
+                    if (gathered.zoned()) {
+                        try {
+                            Api.AssignResponse answer = askZoned(group, known.algorithm(), used, gathered);
+                            assignment = fromAnswer(answer, gathered, memberOf);
+                            answered = answer;
+                            String reported = group;
+                            double capacityUsed = used;
+                            report(group, () -> request(reported, known.algorithm(), capacityUsed, gathered,
+                                    List.of(gathered.identities()), answer.assignment(), known.rates()));
+                        } catch (Exception e) {
+                            reason = "the service's zone-aware answer: " + GroupfitService.reason(e)
+                                    + "; computed without racks";
+                            log.warn("groupfit assignor: group {}: no zone-aware answer from groupfit ({}); the core "
+                                    + "computes without racks", group, GroupfitService.reason(e));
+                        }
+                    }
+                    if (assignment == null) {
+                        outcome = known.algorithm().solve(gathered.problem());
+                        assignment = toAssignment(outcome, gathered.topicIds(), memberIds, memberOf);
+                        Outcome computed = outcome;
+                        String reported = group;
+                        double capacityUsed = used;
+                        report(group, () -> reportRequest(reported, known.algorithm(), capacityUsed, computed,
+                                gathered, known.rates()));
+                    }
                 }
             } catch (IllegalArgumentException e) {
                 reason = e.getMessage();
@@ -318,15 +351,25 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             assignment = fallback.assignment();
             partitions = fallback.partitions();
         } else {
-            partitions = outcome.problem().size();
+            partitions = answered != null ? answered.assignment().values().stream().mapToInt(List::size).sum()
+                    : outcome.problem().size();
         }
         long micros = (System.nanoTime() - started) / 1000;
-        String source = outcome != null ? "core" : "fallback";
-        String algorithm = outcome != null ? outcome.algorithm() : "uniform-sticky";
-        lastReport = new Report(group, source, algorithm, reason, memberIds.length, partitions,
-                outcome == null ? 0 : outcome.moves(), outcome == null ? 0 : outcome.rscore(), micros);
+        String source = answered != null ? "service" : outcome != null ? "core" : "fallback";
+        String algorithm = answered != null ? answered.algorithm() : outcome != null ? outcome.algorithm()
+                : "uniform-sticky";
+        int moves = answered != null ? answered.moves().size() : outcome == null ? 0 : outcome.moves();
+        double rscore = answered != null ? answered.rscore() : outcome == null ? 0 : outcome.rscore();
+        Double crossZoneRate = answered == null ? null : answered.crossZoneRate();
+        lastReport = new Report(group, source, algorithm, reason, memberIds.length, partitions, moves, rscore,
+                crossZoneRate, micros);
         prepare(group, memberIds, subscribed);
-        if (outcome != null) {
+        if (answered != null) {
+            log.info("groupfit assignor: group {}, {} partitions to {} members via service ({} zone-aware; rscore {}, "
+                    + "{} moves, overloaded {}, cross-zone rate {}); held the coordinator {} ms", group, partitions,
+                    memberIds.length, algorithm, rscore, moves, answered.overloadedMembers(), crossZoneRate,
+                    micros / 1000.0);
+        } else if (outcome != null) {
             log.info("groupfit assignor: group {}, {} partitions to {} members via core ({}; rscore {}, {} moves, "
                     + "overloaded {}); held the coordinator {} ms", group, partitions, memberIds.length, algorithm,
                     outcome.rscore(), outcome.moves(), outcome.overloaded(), micros / 1000.0);
@@ -337,12 +380,21 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         return assignment;
     }
 
-    private record Computed(Outcome outcome, GroupAssignment assignment, Uuid[] topicIds) {}
+    /**
+     * The group as the core and the service see it: the problem (partitions in request order), the topics by index,
+     * and the racks: each member's that has one (by identity) and each partition's (by index; null: none).
+     */
+    record Gathered(Problem problem, Uuid[] topicIds, String[] identities, Map<String, String> memberRacks,
+            List<List<String>> partitionRacks) {
+        /** Zone-aware: a member names its rack and a partition its racks (else racks change nothing). */
+        boolean zoned() {
+            return !memberRacks.isEmpty() && partitionRacks.stream().anyMatch(r -> r != null);
+        }
+    }
 
-    /** The core's assignment, or null when none of the partitions has a stored rate. */
-    private Computed compute(GroupSpec groupSpec, SubscribedTopicDescriber describer, String[] memberIds,
-            Map<String, String> identityOf, Map<String, String> memberOf, Set<Uuid> subscribed, Knowledge known,
-            double used) {
+    /** The group's problem and racks, or null when none of the partitions has a stored rate. */
+    private Gathered gather(GroupSpec groupSpec, SubscribedTopicDescriber describer, String[] memberIds,
+            Map<String, String> identityOf, Set<Uuid> subscribed, Knowledge known, double used) {
         // Topics by name, partitions by number: the request order is the (topic, partition) order.
         Uuid[] topicIds = subscribed.toArray(new Uuid[0]);
         Arrays.sort(topicIds, (a, b) -> topicNames.get(a).compareTo(topicNames.get(b)));
@@ -355,6 +407,13 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         Problem.Builder builder = new Problem.Builder(used, total);
         Map<Uuid, int[]> indexOf = new HashMap<>(2 * topicIds.length);
         boolean anyRate = false;
+        Map<String, String> memberRacks = new TreeMap<>();
+        for (String memberId : memberIds) {
+            groupSpec.memberSubscription(memberId).rackId().filter(r -> !r.isEmpty())
+                    .ifPresent(rack -> memberRacks.put(identityOf.get(memberId), rack));
+        }
+        // Without a member's rack nothing can be read locally: the describer is not asked.
+        List<List<String>> partitionRacks = memberRacks.isEmpty() ? List.of() : new ArrayList<>(total);
         for (int t = 0; t < topicIds.length; t++) {
             String name = topicNames.get(topicIds[t]);
             int topic = builder.topic(name);
@@ -367,6 +426,10 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
                     anyRate |= !Double.isNaN(rate);
                     index[p] = builder.partition(topic, p, Double.isNaN(rate) ? 0.0 : rate,
                             rates == null || p >= rates.lag().length ? Double.NaN : rates.lag()[p]);
+                    if (!memberRacks.isEmpty()) {
+                        Set<String> racks = describer.racksForPartition(topicIds[t], p);
+                        partitionRacks.add(racks.isEmpty() ? null : List.copyOf(new TreeSet<>(racks)));
+                    }
                 }
             }
             indexOf.put(topicIds[t], index);
@@ -393,7 +456,16 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
                 }
             }
         }
-        Outcome outcome = known.algorithm().solve(builder.build());
+        String[] identities = new String[memberIds.length];
+        for (int m = 0; m < memberIds.length; m++) {
+            identities[m] = identityOf.get(memberIds[m]);
+        }
+        return new Gathered(builder.build(), topicIds, identities, memberRacks, partitionRacks);
+    }
+
+    /** The core's outcome as the coordinator's assignment (members it gives nothing get an empty one). */
+    private static GroupAssignment toAssignment(Outcome outcome, Uuid[] topicIds, String[] memberIds,
+            Map<String, String> memberOf) {
         Problem problem = outcome.problem();
         Map<String, MemberAssignment> members = new HashMap<>(2 * memberIds.length);
         int[] perTopic = new int[topicIds.length];
@@ -419,19 +491,58 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         for (String memberId : memberIds) {
             members.putIfAbsent(memberId, Map::of);
         }
-        return new Computed(outcome, new GroupAssignment(members), topicIds);
+        return new GroupAssignment(members);
+    }
+
+    /**
+     * The service's zone-aware assignment (POST /v1/assign with the racks, a dry run: what the group holds is stored
+     * by the report that follows, so a late answer is never stored as the group's version), waited for up to
+     * groupfit.zones.timeout.ms; throws when it does not come or does not fit the group.
+     */
+    private Api.AssignResponse askZoned(String group, Algorithm algorithm, double used, Gathered gathered)
+            throws Exception {
+        Api.AssignRequest request = request(group, algorithm, used, gathered, List.of(gathered.identities()), null,
+                knowledge.get(group).rates()).asDryRun();
+        Api.AssignResponse answer = client.assign(request, zonesTimeout)
+                .get(zonesTimeout.toMillis(), TimeUnit.MILLISECONDS);
+        Problem problem = gathered.problem();
+        List<org.apache.kafka.common.TopicPartition> partitions = new ArrayList<>(problem.size());
+        for (int j = 0; j < problem.size(); j++) {
+            partitions.add(new org.apache.kafka.common.TopicPartition(problem.topic(j), problem.partition(j)));
+        }
+        GroupfitService.check(answer, List.of(gathered.identities()), partitions); // every partition once, on members
+        return answer;
+    }
+
+    /** The service's answer (checked: every partition once, on members) as the coordinator's assignment. */
+    private GroupAssignment fromAnswer(Api.AssignResponse answer, Gathered gathered, Map<String, String> memberOf) {
+        Map<String, Uuid> topicIdOf = new HashMap<>();
+        for (Uuid topicId : gathered.topicIds()) {
+            topicIdOf.put(topicNames.get(topicId), topicId);
+        }
+        Map<String, MemberAssignment> members = new HashMap<>();
+        answer.assignment().forEach((identity, held) -> {
+            Map<Uuid, Set<Integer>> mine = new HashMap<>();
+            for (Api.PartitionRef ref : held) {
+                mine.computeIfAbsent(topicIdOf.get(ref.topic()), t -> new HashSet<>()).add(ref.partition());
+            }
+            members.put(memberOf.get(identity), () -> mine);
+        });
+        for (String identity : gathered.identities()) {
+            members.putIfAbsent(memberOf.get(identity), Map::of);
+        }
+        return new GroupAssignment(members);
     }
 
     /**
      * Hands the answer to the reporting thread: POST /v1/assign with it given, as the group's next version (the
      * benchmark leaves it out: on two cores the reports of a tight loop would take the CPU it measures).
      */
-    void report(String group, Algorithm algorithm, double used, Outcome outcome, Uuid[] topicIds,
-            Map<String, TopicRates> rates) {
+    void report(String group, Supplier<Api.AssignRequest> request) {
         reporter.execute(() -> {
             CompletableFuture<Api.AssignResponse> sent;
             try {
-                sent = client.assign(reportRequest(group, algorithm, used, outcome, rates), CALL);
+                sent = client.assign(request.get(), CALL);
             } catch (RuntimeException e) {
                 sent = CompletableFuture.failedFuture(e);
             }
@@ -447,9 +558,28 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         });
     }
 
+    /** The report of the core's outcome: the request with the answer given, and the racks where there are some. */
     static Api.AssignRequest reportRequest(String group, Algorithm algorithm, double used, Outcome outcome,
-            Map<String, TopicRates> rates) {
+            Gathered gathered, Map<String, TopicRates> rates) {
         Problem problem = outcome.problem();
+        Map<String, List<Api.PartitionRef>> assignment = new LinkedHashMap<>();
+        for (int i = 0; i < outcome.consumerCount(); i++) {
+            List<Api.PartitionRef> held = new ArrayList<>();
+            for (int j : outcome.partitions(i)) {
+                held.add(new Api.PartitionRef(problem.topic(j), problem.partition(j)));
+            }
+            assignment.put(outcome.consumer(i), held);
+        }
+        return request(group, algorithm, used, gathered, List.copyOf(assignment.keySet()), assignment, rates);
+    }
+
+    /**
+     * POST /v1/assign for the gathered group: {@code members} (identities) with their own capacities and racks, the
+     * partitions with their rates, lags and racks, the previous owners; with {@code assignment} the answer is given.
+     */
+    static Api.AssignRequest request(String group, Algorithm algorithm, double used, Gathered gathered,
+            List<String> consumers, Map<String, List<Api.PartitionRef>> assignment, Map<String, TopicRates> rates) {
+        Problem problem = gathered.problem();
         int n = problem.size();
         List<Api.PartitionRate> partitions = new ArrayList<>(n);
         Map<String, List<Api.PartitionRef>> previous = new TreeMap<>();
@@ -458,23 +588,17 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             int p = problem.partition(j);
             TopicRates known = rates.get(topic);
             double lag = known == null || p >= known.lag().length ? Double.NaN : known.lag()[p];
-            partitions.add(new Api.PartitionRate(topic, p, problem.rate(j), Double.isNaN(lag) ? null : lag));
+            List<String> racks = gathered.partitionRacks().isEmpty() ? null : gathered.partitionRacks().get(j);
+            partitions.add(new Api.PartitionRate(topic, p, problem.rate(j), Double.isNaN(lag) ? null : lag, racks));
             String owner = problem.previousOwner(j);
             if (owner != null) {
                 previous.computeIfAbsent(owner, o -> new ArrayList<>()).add(new Api.PartitionRef(topic, p));
             }
         }
         List<Object> members = new ArrayList<>();
-        Map<String, List<Api.PartitionRef>> assignment = new LinkedHashMap<>();
-        for (int i = 0; i < outcome.consumerCount(); i++) {
-            String consumer = outcome.consumer(i);
+        for (String consumer : consumers) {
             double own = problem.capacityOf(consumer);
-            members.add(Api.member(consumer, own == used ? null : own, null));
-            List<Api.PartitionRef> held = new ArrayList<>();
-            for (int j : outcome.partitions(i)) {
-                held.add(new Api.PartitionRef(problem.topic(j), problem.partition(j)));
-            }
-            assignment.put(consumer, held);
+            members.add(Api.member(consumer, own == used ? null : own, gathered.memberRacks().get(consumer)));
         }
         Map<String, Object> params = algorithm.params();
         return new Api.AssignRequest(algorithm.name(), used, group, members, partitions, previous,

@@ -15,13 +15,20 @@ import org.apache.kafka.coordinator.group.api.assignor.SubscriptionType;
 
 /**
  * A group spec as the coordinator builds it, for tests and the benchmark: every member subscribes to `topics`,
- * holds `current`, and has the instance id `instanceId` gives it.
+ * holds `current`, and has the instance id `instanceId` gives it and the rack (client.rack) `rack` gives it.
  */
 record FakeGroupSpec(
         List<String> members,
         Set<Uuid> topics,
         Map<String, Map<Uuid, Set<Integer>>> current,
-        Function<String, Optional<String>> instanceId) implements GroupSpec {
+        Function<String, Optional<String>> instanceId,
+        Function<String, Optional<String>> rack) implements GroupSpec {
+
+    /** Members without racks. */
+    FakeGroupSpec(List<String> members, Set<Uuid> topics, Map<String, Map<Uuid, Set<Integer>>> current,
+            Function<String, Optional<String>> instanceId) {
+        this(members, topics, current, instanceId, member -> Optional.empty());
+    }
 
     public Collection<String> memberIds() {
         return members;
@@ -42,7 +49,7 @@ record FakeGroupSpec(
     public MemberSubscription memberSubscription(String memberId) {
         return new MemberSubscription() {
             public Optional<String> rackId() {
-                return Optional.empty();
+                return rack.apply(memberId);
             }
 
             public Optional<String> instanceId() {
@@ -60,15 +67,20 @@ record FakeGroupSpec(
         return () -> held;
     }
 
-    /** Every topic has `partitions` partitions. */
+    /** Every topic has `partitions` partitions, without racks. */
     static SubscribedTopicDescriber topics(int partitions) {
+        return topics(partitions, p -> Set.of());
+    }
+
+    /** Every topic has `partitions` partitions, partition p's replicas in the racks `racks` gives it. */
+    static SubscribedTopicDescriber topics(int partitions, java.util.function.IntFunction<Set<String>> racks) {
         return new SubscribedTopicDescriber() {
             public int numPartitions(Uuid topicId) {
                 return partitions;
             }
 
             public Set<String> racksForPartition(Uuid topicId, int partition) {
-                return Set.of();
+                return racks.apply(partition);
             }
         };
     }
