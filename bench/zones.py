@@ -84,6 +84,7 @@ class Run:
     cross: list[float] = field(default_factory=list)  # cross-zone rate over the total rate
     bound: list[float] = field(default_factory=list)  # the least cross-zone share (members: a zone's shortfall)
     overloaded: list[int] = field(default_factory=list)  # consumers holding 2+ partitions above their capacity
+    excess: list[float] = field(default_factory=list)  # the rate above capacity, all consumers, over the total rate
     seconds: list[float] = field(default_factory=list)
 
 
@@ -132,6 +133,7 @@ def replay(
         run.overloaded.append(
             sum(1 for c, held in outcome.assignment.items() if len(held) > 1 and outcome.loads[c] > capacity * 1.000001)
         )
+        run.excess.append(math.fsum(max(0.0, load - capacity) for load in outcome.loads.values()) / total)
         if members is not None and all(len(listed) == 1 for listed in racks):  # (a flow bound otherwise)
             load: dict[str, float] = {}
             for key, rate in zip(keys, rates):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from app.local.java_clients import JavaBuild, build
-from app.local.kafka import KafkaSetupError
+from app.local.kafka import ApacheKafka, KafkaSetupError
+from tests.conftest import LiveService
 
 
 @pytest.fixture(scope="session")
@@ -15,3 +18,31 @@ def java_build() -> JavaBuild:
         return build("verify")
     except KafkaSetupError as error:
         pytest.fail(str(error))
+
+
+@pytest.fixture(scope="session")
+def rack_cluster(
+    java_build: JavaBuild, live_service: LiveService, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ApacheKafka]:
+    """Three brokers in racks a, b and c (and a controller), for the placement tests and the zone tests: each broker
+    has GroupfitBrokerAssignor on its classpath for KIP-848 groups, asking the live service (BFD, capacity 100)."""
+    kafka = ApacheKafka(
+        tmp_path_factory.mktemp("kafka3"),
+        brokers=3,
+        racks=("a", "b", "c"),
+        extra_classpath=[java_build.jar],
+        properties={
+            "group.consumer.assignors": "uniform,range,io.groupfit.kafka.GroupfitBrokerAssignor",
+            "groupfit.url": live_service.url,
+            "groupfit.capacity": 100,
+            # BFD answers the same whatever the previous assignment: groups that joined differently compare exactly.
+            "groupfit.algorithm": "bfd",
+            "group.consumer.assignor.offload.enable": "false",
+            "groupfit.refresh.ms": 1000,
+        },
+    )
+    # The controller reads the same properties and configures the assignor too: it has no client listener of its
+    # own to take the Admin client's bootstrap from.
+    kafka.properties["groupfit.bootstrap.servers"] = kafka.bootstrap_servers
+    with kafka:
+        yield kafka
