@@ -22,7 +22,6 @@ of the total (mean), and the time of one assignment.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -33,7 +32,7 @@ import tempfile
 from pathlib import Path
 
 from java_assignors import classpath
-from zones import BROKERS, Run, kafka_replicas, members_of, replay
+from zones import BROKERS, Run, arguments, kafka_replicas, members_of, replay
 
 from app.local.kafka import java
 from app.sim.stream import flatten, generate_stream
@@ -83,14 +82,7 @@ def static_run(stream: list, assignment: dict, racks_of: dict, members: dict[str
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--partitions", default="1000", help="comma-separated sizes")
-    parser.add_argument("--measurements", type=int, default=10)
-    parser.add_argument("--delta", type=int, default=10, help="δ of the stream (percent of C per step)")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--scenarios", default=",".join(SCENARIOS))
-    parser.add_argument("--fetch-from-follower", action="store_true", help="replication 2; racks of both replicas")
-    args = parser.parse_args()
+    args = arguments(__doc__, SCENARIOS)
     jvm_classpath = classpath()
     follower = args.fetch_from_follower
     print(

@@ -20,6 +20,21 @@ def java_build() -> JavaBuild:
         pytest.fail(str(error))
 
 
+def broker_assignor(url: str, **more: object) -> dict[str, object]:
+    """Broker properties that offer GroupfitBrokerAssignor to KIP-848 groups, asking groupfit at `url`, capacity 100
+    (and `more`)."""
+    return {
+        "group.consumer.assignors": "uniform,range,io.groupfit.kafka.GroupfitBrokerAssignor",
+        "groupfit.url": url,
+        "groupfit.capacity": 100,
+        # The coordinator's own thread runs the assignor, as without KIP-1263's offload.
+        "group.consumer.assignor.offload.enable": "false",
+        # The rates and the group's state read again every second (10 s by default), so a test need not wait.
+        "groupfit.refresh.ms": 1000,
+        **more,
+    }
+
+
 @pytest.fixture(scope="session")
 def rack_cluster(
     java_build: JavaBuild, live_service: LiveService, tmp_path_factory: pytest.TempPathFactory
@@ -31,15 +46,8 @@ def rack_cluster(
         brokers=3,
         racks=("a", "b", "c"),
         extra_classpath=[java_build.jar],
-        properties={
-            "group.consumer.assignors": "uniform,range,io.groupfit.kafka.GroupfitBrokerAssignor",
-            "groupfit.url": live_service.url,
-            "groupfit.capacity": 100,
-            # BFD answers the same whatever the previous assignment: groups that joined differently compare exactly.
-            "groupfit.algorithm": "bfd",
-            "group.consumer.assignor.offload.enable": "false",
-            "groupfit.refresh.ms": 1000,
-        },
+        # BFD answers the same whatever the previous assignment: groups that joined differently compare exactly.
+        properties=broker_assignor(live_service.url, **{"groupfit.algorithm": "bfd"}),
     )
     # The controller reads the same properties and configures the assignor too: it has no client listener of its
     # own to take the Admin client's bootstrap from.
