@@ -69,9 +69,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Zones: when a member has a rack (its client.rack) and a partition has racks (the describer's: every replica's
  * broker's rack), the Java core, which has no zone mode, does not compute: {@code assign()} asks the service for the
- * zone-aware assignment and waits for it up to {@code groupfit.zones.timeout.ms}, holding the calling thread that
- * long at most; the service stores its answer as the group's next version. When it does not answer in time, the core
- * computes as without racks, and the report carries the racks (the service records the cross-zone rate).
+ * zone-aware assignment (a dry run) and waits for it up to {@code groupfit.zones.timeout.ms}, holding the calling
+ * thread that long at most; the answer is then reported as the core's would be, so the stored version is always what
+ * the group holds. When it does not answer in time, the core computes as without racks, and the report carries the
+ * racks (the service records the cross-zone rate).
  */
 public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, Configurable, AutoCloseable {
     public static final String URL = "groupfit.url";
@@ -325,6 +326,9 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
                             report(group, () -> request(reported, known.algorithm(), capacityUsed, gathered,
                                     List.of(gathered.identities()), answer.assignment(), known.rates()));
                         } catch (Exception e) {
+                            if (e instanceof InterruptedException) {
+                                Thread.currentThread().interrupt();
+                            }
                             reason = "the service's zone-aware answer: " + GroupfitService.reason(e)
                                     + "; computed without racks";
                             log.warn("groupfit assignor: group {}: no zone-aware answer from groupfit ({}); the core "
