@@ -97,10 +97,16 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
 
     /**
      * What the background knows of a group: its stored rates by topic (null: none stored yet), the algorithm the
-     * core runs for it (the group's stored one when the core runs it, else the configured one) and the group's
-     * stored capacity (null: none).
+     * core runs for it (the group's stored one when the core runs it, else the configured one), the group's stored
+     * capacity (null: none) and the algorithm the service is asked for when the group is zone-aware (the group's
+     * stored one, which the service runs whatever it is, else the configured one).
      */
-    record Knowledge(Map<String, TopicRates> rates, Algorithm algorithm, Double storedCapacity) {}
+    record Knowledge(Map<String, TopicRates> rates, Algorithm algorithm, Double storedCapacity, String zoneAlgorithm) {
+        /** The zone-aware request's parameters: the configured ones for the configured algorithm, else none. */
+        Map<String, Object> zoneParams() {
+            return zoneAlgorithm.equals(algorithm.name()) ? algorithm.params() : Map.of();
+        }
+    }
 
     /** How one assign() went: where the target came from, why, and how long it held the calling thread. */
     public record Report(String group, String source, String algorithm, String reason, int members, int partitions,
@@ -318,13 +324,14 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
                     reason = "";
                     if (gathered.zoned()) {
                         try {
-                            Api.AssignResponse answer = askZoned(group, known.algorithm(), used, gathered);
+                            Api.AssignResponse answer = askZoned(group, known, used, gathered);
                             assignment = fromAnswer(answer, gathered, memberOf);
                             answered = answer;
                             String reported = group;
                             double capacityUsed = used;
-                            report(group, () -> request(reported, known.algorithm(), capacityUsed, gathered,
-                                    List.of(gathered.identities()), answer.assignment(), known.rates()));
+                            report(group, () -> request(reported, answer.algorithm(), known.zoneParams(),
+                                    capacityUsed, gathered, List.of(gathered.identities()), answer.assignment(),
+                                    known.rates()));
                         } catch (Exception e) {
                             if (e instanceof InterruptedException) {
                                 Thread.currentThread().interrupt();
@@ -503,10 +510,10 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
      * by the report that follows, so a late answer is never stored as the group's version), waited for up to
      * groupfit.zones.timeout.ms; throws when it does not come or does not fit the group.
      */
-    private Api.AssignResponse askZoned(String group, Algorithm algorithm, double used, Gathered gathered)
+    private Api.AssignResponse askZoned(String group, Knowledge known, double used, Gathered gathered)
             throws Exception {
-        Api.AssignRequest request = request(group, algorithm, used, gathered, List.of(gathered.identities()), null,
-                knowledge.get(group).rates()).asDryRun();
+        Api.AssignRequest request = request(group, known.zoneAlgorithm(), known.zoneParams(), used, gathered,
+                List.of(gathered.identities()), null, known.rates()).asDryRun();
         Api.AssignResponse answer = client.assign(request, zonesTimeout)
                 .get(zonesTimeout.toMillis(), TimeUnit.MILLISECONDS);
         Problem problem = gathered.problem();
@@ -574,15 +581,17 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             }
             assignment.put(outcome.consumer(i), held);
         }
-        return request(group, algorithm, used, gathered, List.copyOf(assignment.keySet()), assignment, rates);
+        return request(group, algorithm.name(), algorithm.params(), used, gathered, List.copyOf(assignment.keySet()),
+                assignment, rates);
     }
 
     /**
      * POST /v1/assign for the gathered group: {@code members} (identities) with their own capacities and racks, the
      * partitions with their rates, lags and racks, the previous owners; with {@code assignment} the answer is given.
      */
-    static Api.AssignRequest request(String group, Algorithm algorithm, double used, Gathered gathered,
-            List<String> consumers, Map<String, List<Api.PartitionRef>> assignment, Map<String, TopicRates> rates) {
+    static Api.AssignRequest request(String group, String algorithm, Map<String, Object> params, double used,
+            Gathered gathered, List<String> consumers, Map<String, List<Api.PartitionRef>> assignment,
+            Map<String, TopicRates> rates) {
         Problem problem = gathered.problem();
         int n = problem.size();
         List<Api.PartitionRate> partitions = new ArrayList<>(n);
@@ -604,8 +613,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             double own = problem.capacityOf(consumer);
             members.add(Api.member(consumer, own == used ? null : own, gathered.memberRacks().get(consumer)));
         }
-        Map<String, Object> params = algorithm.params();
-        return new Api.AssignRequest(algorithm.name(), used, group, members, partitions, previous,
+        return new Api.AssignRequest(algorithm, used, group, members, partitions, previous,
                 params.isEmpty() ? null : params, assignment);
     }
 
@@ -728,7 +736,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
                         group, rates.partitions().size(), learnt.algorithm().name(), learnt.storedCapacity());
             }
         } catch (Exception e) {
-            knowledge.putIfAbsent(group, new Knowledge(null, configured, null));
+            knowledge.putIfAbsent(group, new Knowledge(null, configured, null, configured.name()));
             log.warn("groupfit assignor: could not read group {} from groupfit: {}", group, GroupfitService.reason(e));
         }
     }
@@ -774,11 +782,13 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             if (Algorithm.runs(state.algorithm())) {
                 algorithm = Algorithm.of(state.algorithm(), Map.of());
             } else {
-                log.warn("groupfit assignor: group {}'s algorithm {} is not one the broker runs ({}); it runs {}",
-                        state.group(), state.algorithm(), Algorithm.NAMES, configured.name());
+                log.warn("groupfit assignor: group {}'s algorithm {} is not one the broker runs ({}); it runs {} (a "
+                        + "zone-aware group is asked of the service with {})", state.group(), state.algorithm(),
+                        Algorithm.NAMES, configured.name(), state.algorithm());
             }
         }
-        return new Knowledge(rates, algorithm, state == null ? null : state.capacity());
+        return new Knowledge(rates, algorithm, state == null ? null : state.capacity(),
+                state == null ? configured.name() : state.algorithm());
     }
 
     private void learnGroups() throws Exception {

@@ -320,6 +320,22 @@ class GroupfitBrokerAssignorTest {
     }
 
     @Test
+    void aZoneAwareGroupIsAskedWithItsStoredAlgorithmEvenOneTheCoreDoesNotRun() throws Exception {
+        service.stored("repack", 100);
+        learn("g1");
+        service.assign = request -> new FakeService.Reply(200, FakeService.answer(
+                "{\"instance-a\":[{\"topic\":\"orders\",\"partition\":0},{\"topic\":\"orders\",\"partition\":2}],"
+                        + "\"instance-b\":[{\"topic\":\"orders\",\"partition\":1},{\"topic\":\"orders\",\"partition\":3}]}"));
+        assignor.assign(racked(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), RACKED);
+        assertEquals("service", assignor.lastReport().source());
+        assertEquals("repack", service.assignRequests.get(0).get("algorithm").asText());
+        assertFalse(service.assignRequests.get(0).has("params"));
+        // without racks the core runs the configured algorithm (it does not run repack)
+        assignor.assign(spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4));
+        assertEquals("mwf", assignor.lastReport().algorithm());
+    }
+
+    @Test
     void racksOnOneSideOnlyChangeNothing() throws Exception {
         learn("g1");
         // Partitions with racks, members without: computed in the broker, rack-free.
