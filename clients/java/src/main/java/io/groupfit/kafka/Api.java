@@ -84,6 +84,12 @@ public final class Api {
         public AssignRequest asDryRun() {
             return new AssignRequest(algorithm, capacity, group, members, partitions, previous, params, assignment, true);
         }
+
+        /** The same request reporting {@code given}, computed by {@code by} with {@code byParams} (empty: none). */
+        public AssignRequest reporting(String by, Map<String, Object> byParams, Map<String, List<PartitionRef>> given) {
+            return new AssignRequest(by, capacity, group, members, partitions, previous,
+                    byParams.isEmpty() ? null : byParams, given, null);
+        }
     }
 
     /** A consumer's load; zone-aware answers add its rack (null: not known) and the rate it reads across zones. */
@@ -133,10 +139,10 @@ public final class Api {
             @JsonProperty("cross_zone_rate") Double crossZoneRate) {}
 
     /**
-     * GET /v1/groups/{group}: what the broker-side assignor reads of it (the stored assignment and the consumers'
-     * racks are left out).
+     * GET /v1/groups/{group}: what the broker-side assignor reads of it (the stored assignment, the consumers'
+     * racks and their loads are left out).
      */
-    @JsonIgnoreProperties(value = {"assignment", "racks"}, ignoreUnknown = true)
+    @JsonIgnoreProperties(value = {"assignment", "racks", "loads"}, ignoreUnknown = true)
     public record GroupState(
             @JsonProperty(required = true) String group,
             long version,

@@ -2,12 +2,14 @@ package io.groupfit.kafka;
 
 import com.fasterxml.jackson.core.type.TypeReference;
 import io.groupfit.kafka.core.Algorithm;
+import io.groupfit.kafka.core.Holding;
 import io.groupfit.kafka.core.Outcome;
 import io.groupfit.kafka.core.Problem;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -69,10 +71,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Zones: when a member has a rack (its client.rack) and a partition has racks (the describer's: every replica's
  * broker's rack), the Java core, which has no zone mode, does not compute: {@code assign()} asks the service for the
- * zone-aware assignment (a dry run) and waits for it up to {@code groupfit.zones.timeout.ms}, holding the calling
- * thread that long at most; the answer is then reported as the core's would be, so the stored version is always what
- * the group holds. When it does not answer in time, the core computes as without racks, and the report carries the
- * racks (the service records the cross-zone rate).
+ * zone-aware assignment (a dry run, with the group's stored algorithm) and waits for it up to
+ * {@code groupfit.zones.timeout.ms}, holding the calling thread that long at most; the answer is then reported as the
+ * core's would be, so the stored version is always what the group holds. When it does not answer in time, the core
+ * computes as without racks, and the report carries the racks (the service records the cross-zone rate).
  */
 public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, Configurable, AutoCloseable {
     public static final String URL = "groupfit.url";
@@ -93,7 +95,11 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
     private static final int REPORTS_QUEUED = 64;
 
     /** A topic's stored rates and lags, by partition number (NaN: none stored). */
-    record TopicRates(double[] rate, double[] lag) {}
+    record TopicRates(double[] rate, double[] lag) {
+        boolean sameAs(TopicRates other) {
+            return Arrays.equals(rate, other.rate) && Arrays.equals(lag, other.lag);
+        }
+    }
 
     /**
      * What the background knows of a group: its stored rates by topic (null: none stored yet), the algorithm the
@@ -102,6 +108,20 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
      * stored one, which the service runs whatever it is, else the configured one).
      */
     record Knowledge(Map<String, TopicRates> rates, Algorithm algorithm, Double storedCapacity, String zoneAlgorithm) {
+        /** The same rates, algorithms and capacity (a read that found nothing new). */
+        boolean sameAs(Knowledge other) {
+            if (!algorithm.name().equals(other.algorithm.name()) || !algorithm.params().equals(other.algorithm.params())
+                    || !java.util.Objects.equals(storedCapacity, other.storedCapacity)
+                    || !zoneAlgorithm.equals(other.zoneAlgorithm)) {
+                return false;
+            }
+            if (rates == null || other.rates == null) {
+                return rates == other.rates;
+            }
+            return rates.keySet().equals(other.rates.keySet())
+                    && rates.entrySet().stream().allMatch(e -> e.getValue().sameAs(other.rates.get(e.getKey())));
+        }
+
         /** The zone-aware request's parameters: the configured ones for the configured algorithm, else none. */
         Map<String, Object> zoneParams() {
             return zoneAlgorithm.equals(algorithm.name()) ? algorithm.params() : Map.of();
@@ -122,6 +142,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
     private final Map<String, String> groupOfMember = new ConcurrentHashMap<>();
     private final Map<Uuid, String> topicNames = new ConcurrentHashMap<>();
     final Map<String, Knowledge> knowledge = new ConcurrentHashMap<>(); // by group; read by tests
+    final Map<String, GroupMemo> memos = new ConcurrentHashMap<>(); // by group, as long as its knowledge
     private final Set<String> resolving = ConcurrentHashMap.newKeySet();
     private final ScheduledExecutorService background = Executors.newSingleThreadScheduledExecutor(runnable -> {
         Thread thread = new Thread(runnable, "groupfit-assignor-background");
@@ -265,23 +286,23 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
     public GroupAssignment assign(GroupSpec groupSpec, SubscribedTopicDescriber describer)
             throws PartitionAssignorException {
         long started = System.nanoTime();
-        String[] memberIds = groupSpec.memberIds().toArray(new String[0]);
-        Arrays.sort(memberIds);
+        Collection<String> ids = groupSpec.memberIds();
+        String[] memberIds = ids.toArray(new String[0]);
         Map<String, String> identityOf = new HashMap<>(2 * memberIds.length);
         Map<String, String> memberOf = new HashMap<>(2 * memberIds.length);
-        for (String memberId : memberIds) {
-            String identity = groupSpec.memberSubscription(memberId).instanceId().orElse(memberId);
-            if (memberOf.putIfAbsent(identity, memberId) != null) {
-                identity = memberId; // two members claim one instance id: the coordinator fences one soon
-                memberOf.put(identity, memberId);
-            }
-            identityOf.put(memberId, identity);
+        if (!identities(groupSpec, memberIds, identityOf, memberOf)) {
+            // two members claim one instance id (the coordinator fences one soon): the first by member id keeps it
+            Arrays.sort(memberIds);
+            identityOf.clear();
+            memberOf.clear();
+            identities(groupSpec, memberIds, identityOf, memberOf);
         }
-        Set<Uuid> subscribed = new HashSet<>();
+        Set<Uuid> subscribed;
         boolean homogeneous = true;
         if (groupSpec.subscriptionType() == SubscriptionType.HOMOGENEOUS && memberIds.length > 0) {
-            subscribed.addAll(groupSpec.memberSubscription(memberIds[0]).subscribedTopicIds());
+            subscribed = groupSpec.memberSubscription(memberIds[0]).subscribedTopicIds();
         } else {
+            subscribed = new HashSet<>();
             for (String memberId : memberIds) {
                 subscribed.addAll(groupSpec.memberSubscription(memberId).subscribedTopicIds());
             }
@@ -296,7 +317,10 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
                 break;
             }
         }
-        boolean named = subscribed.stream().allMatch(topicNames::containsKey);
+        boolean named = true;
+        for (Uuid topicId : subscribed) {
+            named &= topicNames.containsKey(topicId);
+        }
         Knowledge known = group == null ? null : knowledge.get(group);
         Double used = capacity != null ? capacity : known == null ? null : known.storedCapacity();
         String reason;
@@ -316,44 +340,47 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         } else if (used == null) {
             reason = "no capacity: set " + CAPACITY + " or store one for the group";
         } else {
-            try {
-                Gathered gathered = gather(groupSpec, describer, memberIds, identityOf, subscribed, known, used);
-                if (gathered == null) {
-                    reason = "no rates are stored for the group's partitions";
-                } else {
-                    reason = "";
-                    if (gathered.zoned()) {
-                        try {
-                            Api.AssignResponse answer = askZoned(group, known, used, gathered);
-                            assignment = fromAnswer(answer, gathered, memberOf);
-                            answered = answer;
-                            String reported = group;
-                            double capacityUsed = used;
-                            report(group, () -> request(reported, answer.algorithm(), known.zoneParams(),
-                                    capacityUsed, gathered, List.of(gathered.identities()), answer.assignment(),
-                                    known.rates()));
-                        } catch (Exception e) {
-                            if (e instanceof InterruptedException) {
-                                Thread.currentThread().interrupt();
-                            }
-                            reason = "the service's zone-aware answer: " + GroupfitService.reason(e)
-                                    + "; computed without racks";
-                            log.warn("groupfit assignor: group {}: no zone-aware answer from groupfit ({}); the core "
-                                    + "computes without racks", group, GroupfitService.reason(e));
-                        }
+            String sideReason = "";
+            Zoned zoned = zoned(groupSpec, describer, memberIds, identityOf, subscribed, known, used, group);
+            if (zoned != null) {
+                try {
+                    Api.AssignResponse answer = askZoned(zoned);
+                    assignment = fromAnswer(answer, zoned, memberOf);
+                    answered = answer;
+                    report(group, () -> zoned.request().reporting(answer.algorithm(), known.zoneParams(),
+                            answer.assignment()));
+                } catch (Exception e) {
+                    if (e instanceof InterruptedException) {
+                        Thread.currentThread().interrupt();
                     }
-                    if (assignment == null) {
-                        outcome = known.algorithm().solve(gathered.problem());
-                        assignment = toAssignment(outcome, gathered.topicIds(), memberIds, memberOf);
-                        Outcome computed = outcome;
+                    sideReason = "the service's zone-aware answer: " + GroupfitService.reason(e)
+                            + "; computed without racks";
+                    log.warn("groupfit assignor: group {}: no zone-aware answer from groupfit ({}); the core computes "
+                            + "without racks", group, GroupfitService.reason(e));
+                }
+            }
+            reason = sideReason;
+            if (assignment == null) {
+                try {
+                    Computed computed = compute(memos.computeIfAbsent(group, g -> new GroupMemo()), groupSpec,
+                            describer, identityOf, memberOf, subscribed, known, used);
+                    if (computed == null) {
+                        reason = "no rates are stored for the group's partitions";
+                    } else {
+                        outcome = computed.outcome();
+                        assignment = computed.assignment();
+                        Outcome computedOutcome = outcome;
+                        Algorithm ran = known.algorithm();
                         String reported = group;
                         double capacityUsed = used;
-                        report(group, () -> reportRequest(reported, known.algorithm(), capacityUsed, computed,
-                                gathered, known.rates()));
+                        // with racks the report carries them: the service records the cross-zone rate
+                        report(group, () -> zoned != null
+                                ? zoned.request().reporting(ran.name(), ran.params(), given(computedOutcome))
+                                : reportRequest(reported, ran, capacityUsed, computedOutcome, known.rates()));
                     }
+                } catch (IllegalArgumentException e) {
+                    reason = e.getMessage();
                 }
-            } catch (IllegalArgumentException e) {
-                reason = e.getMessage();
             }
         }
         int partitions;
@@ -375,6 +402,9 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         lastReport = new Report(group, source, algorithm, reason, memberIds.length, partitions, moves, rscore,
                 crossZoneRate, micros);
         prepare(group, memberIds, subscribed);
+        if (!log.isInfoEnabled()) {
+            return assignment;
+        }
         if (answered != null) {
             log.info("groupfit assignor: group {}, {} partitions to {} members via service ({} zone-aware; rscore {}, "
                     + "{} moves, overloaded {}, cross-zone rate {}); held the coordinator {} ms", group, partitions,
@@ -391,158 +421,248 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         return assignment;
     }
 
-    /**
-     * The group as the core and the service see it: the problem (partitions in request order), the topics by index,
-     * and the racks: each member's that has one (by identity) and each partition's (by index; null: none).
-     */
-    record Gathered(Problem problem, Uuid[] topicIds, String[] identities, Map<String, String> memberRacks,
-            List<List<String>> partitionRacks) {
-        /** Zone-aware: a member names its rack and a partition its racks (else racks change nothing). */
-        boolean zoned() {
-            return !memberRacks.isEmpty() && partitionRacks.stream().anyMatch(r -> r != null);
+    /** Each member's identity (its instance id, else its member id) both ways; false when two members claim one. */
+    private static boolean identities(GroupSpec groupSpec, String[] memberIds, Map<String, String> identityOf,
+            Map<String, String> memberOf) {
+        boolean distinct = true;
+        for (String memberId : memberIds) {
+            String identity = groupSpec.memberSubscription(memberId).instanceId().orElse(memberId);
+            if (memberOf.putIfAbsent(identity, memberId) != null) {
+                distinct = false;
+                identity = memberId;
+                memberOf.put(identity, memberId);
+            }
+            identityOf.put(memberId, identity);
         }
+        return distinct;
     }
 
-    /** The group's problem and racks, or null when none of the partitions has a stored rate. */
-    private Gathered gather(GroupSpec groupSpec, SubscribedTopicDescriber describer, String[] memberIds,
-            Map<String, String> identityOf, Set<Uuid> subscribed, Knowledge known, double used) {
+    private record Computed(Outcome outcome, GroupAssignment assignment, Uuid[] topicIds) {}
+
+    /**
+     * The core's assignment, or null when none of the partitions has a stored rate. What the memo kept is used
+     * where it was made from the same inputs (the layout and rates, a member's very assignment map, the identities),
+     * so the call costs what changed since the last one; a member whose partitions stay the same gets its current
+     * assignment map back (the coordinator then sees it unchanged at once), the others compact sets.
+     */
+    private Computed compute(GroupMemo memo, GroupSpec groupSpec, SubscribedTopicDescriber describer,
+            Map<String, String> identityOf, Map<String, String> memberOf, Set<Uuid> subscribed, Knowledge known,
+            double used) {
+        GroupMemo.State before = memo.state;
+        GroupMemo.Table kept = before.table();
         // Topics by name, partitions by number: the request order is the (topic, partition) order.
-        Uuid[] topicIds = subscribed.toArray(new Uuid[0]);
-        Arrays.sort(topicIds, (a, b) -> topicNames.get(a).compareTo(topicNames.get(b)));
-        int total = 0;
+        Uuid[] topicIds;
+        if (kept != null && kept.topicIds().length == subscribed.size() && kept.topicOf().keySet().containsAll(subscribed)) {
+            topicIds = kept.topicIds();
+        } else {
+            topicIds = subscribed.toArray(new Uuid[0]);
+            Arrays.sort(topicIds, (a, b) -> topicNames.get(a).compareTo(topicNames.get(b)));
+        }
         int[] counts = new int[topicIds.length];
+        int[] unassignable = new int[0];
+        int unassignableCount = 0;
+        int global = 0;
         for (int t = 0; t < topicIds.length; t++) {
             counts[t] = describer.numPartitions(topicIds[t]);
-            total += counts[t];
+            for (int p = 0; p < counts[t]; p++, global++) {
+                if (!groupSpec.isPartitionAssignable(topicIds[t], p)) {
+                    if (unassignableCount == unassignable.length) {
+                        unassignable = Arrays.copyOf(unassignable, Math.max(16, 2 * unassignableCount));
+                    }
+                    unassignable[unassignableCount++] = global;
+                }
+            }
         }
-        Problem.Builder builder = new Problem.Builder(used, total);
-        Map<Uuid, int[]> indexOf = new HashMap<>(2 * topicIds.length);
-        boolean anyRate = false;
+        unassignable = Arrays.copyOf(unassignable, unassignableCount);
+        GroupMemo.Table table = GroupMemo.table(kept, known, topicIds, counts, unassignable, topicNames::get);
+        if (table == null) {
+            return null;
+        }
+        String[] natural = GroupMemo.natural(before.natural(), memberOf.keySet());
+        Problem.Builder builder = new Problem.Builder(used, table.partitions());
+        Map<String, GroupMemo.Seen> seen = new HashMap<>(2 * natural.length);
+        String[] memberOfConsumer = new String[natural.length];
+        @SuppressWarnings("unchecked")
+        Map<Uuid, Set<Integer>>[] current = new Map[natural.length];
+        for (String identity : natural) { // consumers in natural order: the core's sorts find them sorted
+            int c = builder.consumer(identity);
+            builder.member(c, memberCapacities.getOrDefault(identity, Double.NaN));
+        }
+        for (int c = 0; c < natural.length; c++) {
+            String memberId = memberOf.get(natural[c]);
+            Map<Uuid, Set<Integer>> assignment = groupSpec.memberAssignment(memberId).partitions();
+            Holding holding = GroupMemo.holding(before.seen().get(memberId), assignment, table);
+            seen.put(memberId, new GroupMemo.Seen(assignment, holding));
+            memberOfConsumer[c] = memberId;
+            current[c] = assignment;
+            if (holding.size() > 0) {
+                builder.previous(c, holding);
+            }
+        }
+        Outcome outcome = known.algorithm().solve(builder.build());
+        memo.publish(new GroupMemo.State(table, seen, natural));
+        Problem problem = outcome.problem();
+        Map<String, MemberAssignment> members = new HashMap<>(2 * natural.length);
+        for (int i = 0; i < outcome.consumerCount(); i++) {
+            int c = outcome.consumerIndex(i);
+            if (c >= natural.length) {
+                throw new IllegalStateException("the core answered a consumer that is not a member: " + outcome.consumer(i));
+            }
+            Map<Uuid, Set<Integer>> mine = outcome.unchanged(i) ? current[c] : assignment(problem, outcome.partitions(i),
+                    topicIds, table);
+            members.put(memberOfConsumer[c], () -> mine);
+        }
+        for (String memberId : memberOfConsumer) {
+            members.putIfAbsent(memberId, Map::of);
+        }
+        return new Computed(outcome, new GroupAssignment(members), topicIds);
+    }
+
+    /** A member's partitions (indices into the problem) as the coordinator takes them: a set per topic. */
+    private static Map<Uuid, Set<Integer>> assignment(Problem problem, int[] held, Uuid[] topicIds,
+            GroupMemo.Table table) {
+        if (held.length == 0) {
+            return Map.of();
+        }
+        int[] sorted = held.clone();
+        Arrays.sort(sorted); // index order is (topic, partition) order: a run per topic, partitions ascending
+        Map<Uuid, Set<Integer>> byTopic = new HashMap<>(4);
+        for (int from = 0; from < sorted.length; ) {
+            int t = problem.topicIndex(sorted[from]);
+            int to = from + 1;
+            while (to < sorted.length && problem.topicIndex(sorted[to]) == t) {
+                to++;
+            }
+            int[] numbers = new int[to - from];
+            for (int k = from; k < to; k++) {
+                numbers[k - from] = problem.partition(sorted[k]);
+            }
+            byTopic.put(topicIds[t], new PartitionSet(numbers));
+            from = to;
+        }
+        return Collections.unmodifiableMap(byTopic);
+    }
+
+    /**
+     * A zone-aware group as the service sees it: the request (a dry run: the partitions in (topic, partition) order
+     * with their rates, lags and racks, the previous owners, the members with their capacities and racks), its
+     * topics' ids by name and its members' identities.
+     */
+    record Zoned(Api.AssignRequest request, Map<String, Uuid> topicIdOf, List<String> identities) {}
+
+    /**
+     * The group's zone-aware request, or null where racks change nothing: no member names its rack, no partition has
+     * racks, or no partition has a stored rate. Made from the spec (the core's memo is for the core's problems).
+     */
+    private Zoned zoned(GroupSpec groupSpec, SubscribedTopicDescriber describer, String[] memberIds,
+            Map<String, String> identityOf, Set<Uuid> subscribed, Knowledge known, double used, String group) {
         Map<String, String> memberRacks = new TreeMap<>();
         for (String memberId : memberIds) {
             groupSpec.memberSubscription(memberId).rackId().filter(r -> !r.isEmpty())
                     .ifPresent(rack -> memberRacks.put(identityOf.get(memberId), rack));
         }
-        // Without a member's rack nothing can be read locally: the describer is not asked.
-        List<List<String>> partitionRacks = memberRacks.isEmpty() ? List.of() : new ArrayList<>(total);
-        for (int t = 0; t < topicIds.length; t++) {
-            String name = topicNames.get(topicIds[t]);
-            int topic = builder.topic(name);
+        if (memberRacks.isEmpty()) {
+            return null; // the describer is not even asked
+        }
+        Uuid[] topicIds = subscribed.toArray(new Uuid[0]);
+        Arrays.sort(topicIds, (a, b) -> topicNames.get(a).compareTo(topicNames.get(b)));
+        Map<String, Uuid> topicIdOf = new HashMap<>();
+        Map<Uuid, Set<Integer>> assignable = new HashMap<>();
+        List<Api.PartitionRate> partitions = new ArrayList<>();
+        boolean anyRacks = false;
+        boolean anyRate = false;
+        for (Uuid topicId : topicIds) {
+            String name = topicNames.get(topicId);
+            topicIdOf.put(name, topicId);
             TopicRates rates = known.rates().get(name);
-            int[] index = new int[counts[t]];
-            for (int p = 0; p < counts[t]; p++) {
-                index[p] = -1;
-                if (groupSpec.isPartitionAssignable(topicIds[t], p)) {
-                    double rate = rates == null || p >= rates.rate().length ? Double.NaN : rates.rate()[p];
-                    anyRate |= !Double.isNaN(rate);
-                    index[p] = builder.partition(topic, p, Double.isNaN(rate) ? 0.0 : rate,
-                            rates == null || p >= rates.lag().length ? Double.NaN : rates.lag()[p]);
-                    if (!memberRacks.isEmpty()) {
-                        Set<String> racks = describer.racksForPartition(topicIds[t], p);
-                        partitionRacks.add(racks.isEmpty() ? null : List.copyOf(new TreeSet<>(racks)));
-                    }
+            for (int p = 0; p < describer.numPartitions(topicId); p++) {
+                if (!groupSpec.isPartitionAssignable(topicId, p)) {
+                    continue;
                 }
-            }
-            indexOf.put(topicIds[t], index);
-        }
-        if (!anyRate) {
-            return null; // all rates zero would put every partition on one member: balanced counts serve better
-        }
-        int[] consumer = new int[memberIds.length];
-        for (int m = 0; m < memberIds.length; m++) {
-            String identity = identityOf.get(memberIds[m]);
-            consumer[m] = builder.consumer(identity);
-            builder.member(consumer[m], memberCapacities.getOrDefault(identity, Double.NaN));
-        }
-        for (int m = 0; m < memberIds.length; m++) {
-            for (Map.Entry<Uuid, Set<Integer>> held : groupSpec.memberAssignment(memberIds[m]).partitions().entrySet()) {
-                int[] index = indexOf.get(held.getKey());
-                if (index == null) {
-                    continue; // a topic no longer subscribed
-                }
-                for (int p : held.getValue()) {
-                    if (p < index.length && index[p] >= 0) {
-                        builder.previous(consumer[m], index[p]);
-                    }
-                }
+                assignable.computeIfAbsent(topicId, t -> new HashSet<>()).add(p);
+                double rate = rates == null || p >= rates.rate().length ? Double.NaN : rates.rate()[p];
+                double lag = rates == null || p >= rates.lag().length ? Double.NaN : rates.lag()[p];
+                Set<String> racks = describer.racksForPartition(topicId, p);
+                anyRate |= !Double.isNaN(rate);
+                anyRacks |= !racks.isEmpty();
+                partitions.add(new Api.PartitionRate(name, p, Double.isNaN(rate) ? 0.0 : rate,
+                        Double.isNaN(lag) ? null : lag, racks.isEmpty() ? null : List.copyOf(new TreeSet<>(racks))));
             }
         }
-        String[] identities = new String[memberIds.length];
-        for (int m = 0; m < memberIds.length; m++) {
-            identities[m] = identityOf.get(memberIds[m]);
+        if (!anyRacks || !anyRate) {
+            return null;
         }
-        return new Gathered(builder.build(), topicIds, identities, memberRacks, partitionRacks);
-    }
-
-    /** The core's outcome as the coordinator's assignment (members it gives nothing get an empty one). */
-    private static GroupAssignment toAssignment(Outcome outcome, Uuid[] topicIds, String[] memberIds,
-            Map<String, String> memberOf) {
-        Problem problem = outcome.problem();
-        Map<String, MemberAssignment> members = new HashMap<>(2 * memberIds.length);
-        int[] perTopic = new int[topicIds.length];
-        for (int i = 0; i < outcome.consumerCount(); i++) {
-            int[] held = outcome.partitions(i);
-            Arrays.fill(perTopic, 0);
-            for (int j : held) {
-                perTopic[problem.topicIndex(j)]++;
-            }
-            Map<Uuid, Set<Integer>> mine = new HashMap<>(2 * topicIds.length);
-            @SuppressWarnings("unchecked")
-            Set<Integer>[] sets = new Set[topicIds.length];
-            for (int j : held) {
-                int t = problem.topicIndex(j);
-                if (sets[t] == null) {
-                    sets[t] = new HashSet<>((int) (perTopic[t] / 0.75f) + 1);
-                    mine.put(topicIds[t], sets[t]);
-                }
-                sets[t].add(problem.partition(j));
-            }
-            members.put(memberOf.get(outcome.consumer(i)), () -> mine);
-        }
+        Map<String, List<Api.PartitionRef>> previous = new TreeMap<>();
+        List<String> identities = new ArrayList<>();
         for (String memberId : memberIds) {
-            members.putIfAbsent(memberId, Map::of);
+            String identity = identityOf.get(memberId);
+            identities.add(identity);
+            groupSpec.memberAssignment(memberId).partitions().forEach((topicId, held) -> {
+                Set<Integer> still = assignable.getOrDefault(topicId, Set.of()); // a topic no longer subscribed: none
+                for (int p : new TreeSet<>(held)) {
+                    if (still.contains(p)) {
+                        previous.computeIfAbsent(identity, i -> new ArrayList<>())
+                                .add(new Api.PartitionRef(topicNames.get(topicId), p));
+                    }
+                }
+            });
         }
-        return new GroupAssignment(members);
+        identities.sort(null);
+        List<Object> members = new ArrayList<>();
+        for (String identity : identities) {
+            Double own = memberCapacities.get(identity);
+            members.add(Api.member(identity, own == null || own == used ? null : own, memberRacks.get(identity)));
+        }
+        Map<String, Object> params = known.zoneParams();
+        Api.AssignRequest request = new Api.AssignRequest(known.zoneAlgorithm(), used, group, members, partitions,
+                previous, params.isEmpty() ? null : params).asDryRun();
+        return new Zoned(request, topicIdOf, identities);
     }
 
     /**
-     * The service's zone-aware assignment (POST /v1/assign with the racks, a dry run: what the group holds is stored
-     * by the report that follows, so a late answer is never stored as the group's version), waited for up to
-     * groupfit.zones.timeout.ms; throws when it does not come or does not fit the group.
+     * The service's answer to the zone-aware request, waited for up to groupfit.zones.timeout.ms; throws when it
+     * does not come or does not fit the group (every partition once, on members). A dry run: what the group holds is
+     * stored by the report that follows, so a late answer is never stored as the group's version.
      */
-    private Api.AssignResponse askZoned(String group, Knowledge known, double used, Gathered gathered)
-            throws Exception {
-        Api.AssignRequest request = request(group, known.zoneAlgorithm(), known.zoneParams(), used, gathered,
-                List.of(gathered.identities()), null, known.rates()).asDryRun();
-        Api.AssignResponse answer = client.assign(request, zonesTimeout)
+    private Api.AssignResponse askZoned(Zoned zoned) throws Exception {
+        Api.AssignResponse answer = client.assign(zoned.request(), zonesTimeout)
                 .get(zonesTimeout.toMillis(), TimeUnit.MILLISECONDS);
-        Problem problem = gathered.problem();
-        List<org.apache.kafka.common.TopicPartition> partitions = new ArrayList<>(problem.size());
-        for (int j = 0; j < problem.size(); j++) {
-            partitions.add(new org.apache.kafka.common.TopicPartition(problem.topic(j), problem.partition(j)));
+        List<org.apache.kafka.common.TopicPartition> partitions = new ArrayList<>();
+        for (Api.PartitionRate partition : zoned.request().partitions()) {
+            partitions.add(new org.apache.kafka.common.TopicPartition(partition.topic(), partition.partition()));
         }
-        GroupfitService.check(answer, List.of(gathered.identities()), partitions); // every partition once, on members
+        GroupfitService.check(answer, zoned.identities(), partitions);
         return answer;
     }
 
-    /** The service's answer (checked: every partition once, on members) as the coordinator's assignment. */
-    private GroupAssignment fromAnswer(Api.AssignResponse answer, Gathered gathered, Map<String, String> memberOf) {
-        Map<String, Uuid> topicIdOf = new HashMap<>();
-        for (Uuid topicId : gathered.topicIds()) {
-            topicIdOf.put(topicNames.get(topicId), topicId);
-        }
+    /** The service's checked answer as the coordinator's assignment (members it gives nothing get an empty one). */
+    private static GroupAssignment fromAnswer(Api.AssignResponse answer, Zoned zoned, Map<String, String> memberOf) {
         Map<String, MemberAssignment> members = new HashMap<>();
         answer.assignment().forEach((identity, held) -> {
             Map<Uuid, Set<Integer>> mine = new HashMap<>();
             for (Api.PartitionRef ref : held) {
-                mine.computeIfAbsent(topicIdOf.get(ref.topic()), t -> new HashSet<>()).add(ref.partition());
+                mine.computeIfAbsent(zoned.topicIdOf().get(ref.topic()), t -> new HashSet<>()).add(ref.partition());
             }
             members.put(memberOf.get(identity), () -> mine);
         });
-        for (String identity : gathered.identities()) {
+        for (String identity : zoned.identities()) {
             members.putIfAbsent(memberOf.get(identity), Map::of);
         }
         return new GroupAssignment(members);
+    }
+
+    /** The core's outcome as the request's assignment: consumer → its partitions. */
+    private static Map<String, List<Api.PartitionRef>> given(Outcome outcome) {
+        Problem problem = outcome.problem();
+        Map<String, List<Api.PartitionRef>> assignment = new LinkedHashMap<>();
+        for (int i = 0; i < outcome.consumerCount(); i++) {
+            List<Api.PartitionRef> held = new ArrayList<>();
+            for (int j : outcome.partitions(i)) {
+                held.add(new Api.PartitionRef(problem.topic(j), problem.partition(j)));
+            }
+            assignment.put(outcome.consumer(i), held);
+        }
+        return assignment;
     }
 
     /**
@@ -569,30 +689,9 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         });
     }
 
-    /** The report of the core's outcome: the request with the answer given, and the racks where there are some. */
     static Api.AssignRequest reportRequest(String group, Algorithm algorithm, double used, Outcome outcome,
-            Gathered gathered, Map<String, TopicRates> rates) {
-        Problem problem = outcome.problem();
-        Map<String, List<Api.PartitionRef>> assignment = new LinkedHashMap<>();
-        for (int i = 0; i < outcome.consumerCount(); i++) {
-            List<Api.PartitionRef> held = new ArrayList<>();
-            for (int j : outcome.partitions(i)) {
-                held.add(new Api.PartitionRef(problem.topic(j), problem.partition(j)));
-            }
-            assignment.put(outcome.consumer(i), held);
-        }
-        return request(group, algorithm.name(), algorithm.params(), used, gathered, List.copyOf(assignment.keySet()),
-                assignment, rates);
-    }
-
-    /**
-     * POST /v1/assign for the gathered group: {@code members} (identities) with their own capacities and racks, the
-     * partitions with their rates, lags and racks, the previous owners; with {@code assignment} the answer is given.
-     */
-    static Api.AssignRequest request(String group, String algorithm, Map<String, Object> params, double used,
-            Gathered gathered, List<String> consumers, Map<String, List<Api.PartitionRef>> assignment,
             Map<String, TopicRates> rates) {
-        Problem problem = gathered.problem();
+        Problem problem = outcome.problem();
         int n = problem.size();
         List<Api.PartitionRate> partitions = new ArrayList<>(n);
         Map<String, List<Api.PartitionRef>> previous = new TreeMap<>();
@@ -601,19 +700,21 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             int p = problem.partition(j);
             TopicRates known = rates.get(topic);
             double lag = known == null || p >= known.lag().length ? Double.NaN : known.lag()[p];
-            List<String> racks = gathered.partitionRacks().isEmpty() ? null : gathered.partitionRacks().get(j);
-            partitions.add(new Api.PartitionRate(topic, p, problem.rate(j), Double.isNaN(lag) ? null : lag, racks));
+            partitions.add(new Api.PartitionRate(topic, p, problem.rate(j), Double.isNaN(lag) ? null : lag));
             String owner = problem.previousOwner(j);
             if (owner != null) {
                 previous.computeIfAbsent(owner, o -> new ArrayList<>()).add(new Api.PartitionRef(topic, p));
             }
         }
         List<Object> members = new ArrayList<>();
-        for (String consumer : consumers) {
+        for (int i = 0; i < outcome.consumerCount(); i++) {
+            String consumer = outcome.consumer(i);
             double own = problem.capacityOf(consumer);
-            members.add(Api.member(consumer, own == used ? null : own, gathered.memberRacks().get(consumer)));
+            members.add(Api.member(consumer, own == used ? null : own, null));
         }
-        return new Api.AssignRequest(algorithm, used, group, members, partitions, previous,
+        Map<String, List<Api.PartitionRef>> assignment = given(outcome);
+        Map<String, Object> params = algorithm.params();
+        return new Api.AssignRequest(algorithm.name(), used, group, members, partitions, previous,
                 params.isEmpty() ? null : params, assignment);
     }
 
@@ -665,8 +766,17 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
      * first time it is met.
      */
     private void prepare(String group, String[] memberIds, Collection<Uuid> topicIds) {
-        List<String> unknownMembers = Arrays.stream(memberIds).filter(m -> !groupOfMember.containsKey(m)).toList();
-        boolean unknownTopics = topicIds.stream().anyMatch(t -> !topicNames.containsKey(t));
+        boolean allKnown = true;
+        for (String memberId : memberIds) {
+            allKnown &= groupOfMember.containsKey(memberId);
+        }
+        List<String> unknownMembers = allKnown ? List.of()
+                : Arrays.stream(memberIds).filter(m -> !groupOfMember.containsKey(m)).toList();
+        boolean topicsKnown = true;
+        for (Uuid topicId : topicIds) {
+            topicsKnown &= topicNames.containsKey(topicId);
+        }
+        boolean unknownTopics = !topicsKnown;
         if (group != null && unknownMembers.isEmpty() && !unknownTopics) {
             if (!knowledge.containsKey(group) && resolving.add(group)) {
                 background.execute(() -> {
@@ -730,7 +840,15 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             Api.StoredRates rates = absentIfNotFound(client.rates(group, CALL));
             Api.GroupState state = absentIfNotFound(client.group(group, CALL));
             Knowledge learnt = knowledge(rates, state);
-            Knowledge before = knowledge.put(group, learnt);
+            Knowledge before = knowledge.get(group);
+            if (before != null && before.sameAs(learnt)) {
+                return; // kept as it is: what assign() made from it stays valid
+            }
+            knowledge.put(group, learnt);
+            GroupMemo memo = memos.get(group);
+            if (memo != null) {
+                memo.prepare(learnt, topicNames::get); // the coordinator's next call finds the new rates sorted
+            }
             if (learnt.rates() != null && (before == null || before.rates() == null)) {
                 log.info("groupfit assignor: group {} learnt: rates of {} partitions, algorithm {}, stored capacity {}",
                         group, rates.partitions().size(), learnt.algorithm().name(), learnt.storedCapacity());
