@@ -340,7 +340,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         } else if (used == null) {
             reason = "no capacity: set " + CAPACITY + " or store one for the group";
         } else {
-            String sideReason = "";
+            String zoneReason = "";
             Zoned zoned = zoned(groupSpec, describer, memberIds, identityOf, subscribed, known, used, group);
             if (zoned != null) {
                 try {
@@ -353,13 +353,13 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
                     if (e instanceof InterruptedException) {
                         Thread.currentThread().interrupt();
                     }
-                    sideReason = "the service's zone-aware answer: " + GroupfitService.reason(e)
+                    zoneReason = "the service's zone-aware answer: " + GroupfitService.reason(e)
                             + "; computed without racks";
                     log.warn("groupfit assignor: group {}: no zone-aware answer from groupfit ({}); the core computes "
                             + "without racks", group, GroupfitService.reason(e));
                 }
             }
-            reason = sideReason;
+            reason = zoneReason;
             if (assignment == null) {
                 try {
                     Computed computed = compute(memos.computeIfAbsent(group, g -> new GroupMemo()), groupSpec,
