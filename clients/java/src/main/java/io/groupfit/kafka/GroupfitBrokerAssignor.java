@@ -455,8 +455,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         if (kept != null && kept.topicIds().length == subscribed.size() && kept.topicOf().keySet().containsAll(subscribed)) {
             topicIds = kept.topicIds();
         } else {
-            topicIds = subscribed.toArray(new Uuid[0]);
-            Arrays.sort(topicIds, (a, b) -> topicNames.get(a).compareTo(topicNames.get(b)));
+            topicIds = byName(subscribed);
         }
         int[] counts = new int[topicIds.length];
         int[] unassignable = new int[0];
@@ -518,6 +517,20 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         return new Computed(outcome, new GroupAssignment(members), topicIds);
     }
 
+    /**
+     * The topics sorted by name (the request's order). Iterated: the coordinator's set of a member's topic ids
+     * (TopicIds) throws on toArray.
+     */
+    private Uuid[] byName(Set<Uuid> topics) {
+        Uuid[] sorted = new Uuid[topics.size()];
+        int i = 0;
+        for (Uuid topicId : topics) {
+            sorted[i++] = topicId;
+        }
+        Arrays.sort(sorted, (a, b) -> topicNames.get(a).compareTo(topicNames.get(b)));
+        return sorted;
+    }
+
     /** A member's partitions (indices into the problem) as the coordinator takes them: a set per topic. */
     private static Map<Uuid, Set<Integer>> assignment(Problem problem, int[] held, Uuid[] topicIds,
             GroupMemo.Table table) {
@@ -564,8 +577,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         if (memberRacks.isEmpty()) {
             return null; // the describer is not even asked
         }
-        Uuid[] topicIds = subscribed.toArray(new Uuid[0]);
-        Arrays.sort(topicIds, (a, b) -> topicNames.get(a).compareTo(topicNames.get(b)));
+        Uuid[] topicIds = byName(subscribed);
         Map<String, Uuid> topicIdOf = new HashMap<>();
         Map<Uuid, Set<Integer>> assignable = new HashMap<>();
         List<Api.PartitionRate> partitions = new ArrayList<>();

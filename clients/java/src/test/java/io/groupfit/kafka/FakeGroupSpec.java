@@ -57,7 +57,7 @@ record FakeGroupSpec(
             }
 
             public Set<Uuid> subscribedTopicIds() {
-                return topics;
+                return new AsCoordinatorHands(topics);
             }
         };
     }
@@ -65,6 +65,43 @@ record FakeGroupSpec(
     public MemberAssignment memberAssignment(String memberId) {
         Map<Uuid, Set<Integer>> held = current.getOrDefault(memberId, Map.of());
         return () -> held;
+    }
+
+    /**
+     * A member's topic ids as the coordinator hands them (its TopicIds): a set that iterates and answers size and
+     * contains, and throws on toArray.
+     */
+    static final class AsCoordinatorHands extends java.util.AbstractSet<Uuid> {
+        private final Set<Uuid> topics;
+
+        AsCoordinatorHands(Set<Uuid> topics) {
+            this.topics = topics;
+        }
+
+        @Override
+        public java.util.Iterator<Uuid> iterator() {
+            return topics.iterator();
+        }
+
+        @Override
+        public int size() {
+            return topics.size();
+        }
+
+        @Override
+        public boolean contains(Object o) {
+            return topics.contains(o);
+        }
+
+        @Override
+        public Object[] toArray() {
+            throw new UnsupportedOperationException();
+        }
+
+        @Override
+        public <T> T[] toArray(T[] a) {
+            throw new UnsupportedOperationException();
+        }
     }
 
     /** Every topic has `partitions` partitions, without racks. */
