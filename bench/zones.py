@@ -84,6 +84,7 @@ class Run:
     cross: list[float] = field(default_factory=list)  # cross-zone rate over the total rate
     bound: list[float] = field(default_factory=list)  # the least cross-zone share (members: a zone's shortfall)
     overloaded: list[int] = field(default_factory=list)  # consumers holding 2+ partitions above their capacity
+    excess: list[float] = field(default_factory=list)  # the rate above capacity, all consumers, over the total rate
     seconds: list[float] = field(default_factory=list)
 
 
@@ -132,6 +133,7 @@ def replay(
         run.overloaded.append(
             sum(1 for c, held in outcome.assignment.items() if len(held) > 1 and outcome.loads[c] > capacity * 1.000001)
         )
+        run.excess.append(math.fsum(max(0.0, load - capacity) for load in outcome.loads.values()) / total)
         if members is not None and all(len(listed) == 1 for listed in racks):  # (a flow bound otherwise)
             load: dict[str, float] = {}
             for key, rate in zip(keys, rates):
@@ -143,15 +145,20 @@ def replay(
     return run
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def arguments(description: str | None, scenarios: tuple[str, ...]) -> argparse.Namespace:
+    """The stream's and the cluster's arguments (this script's and bench/zones_kafka.py's)."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--partitions", default="1000", help="comma-separated sizes")
     parser.add_argument("--measurements", type=int, default=10)
     parser.add_argument("--delta", type=int, default=10, help="δ of the stream (percent of C per step)")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--scenarios", default=",".join(SCENARIOS))
+    parser.add_argument("--scenarios", default=",".join(scenarios))
     parser.add_argument("--fetch-from-follower", action="store_true", help="replication 2; racks of both replicas")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = arguments(__doc__, SCENARIOS)
     print(
         f"{'partitions':>10} {'scenario':<22} {'algorithm':<12} {'consumers':>9} {'×':>6} {'Rscore':>7} {'×':>6} "
         f"{'cross-zone':>10} {'max':>6} {'bound':>6} {'over':>5} {'ms':>8}"

@@ -1,7 +1,6 @@
 package io.groupfit.kafka;
 
 import io.groupfit.kafka.core.Algorithm;
-import io.groupfit.kafka.core.Outcome;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -188,8 +187,7 @@ public class AssignorsBench {
     private GroupfitBrokerAssignor groupfit() {
         GroupfitBrokerAssignor made = new GroupfitBrokerAssignor() {
             @Override
-            void report(String group, Algorithm algorithm, double used, Outcome outcome, Uuid[] topics,
-                    Map<String, TopicRates> known) {
+            void report(String group, java.util.function.Supplier<Api.AssignRequest> request) {
                 // left out: see GroupfitBrokerAssignor.report
             }
         };

@@ -28,6 +28,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
@@ -67,6 +68,13 @@ import org.slf4j.LoggerFactory;
  * members subscribe to different topics, the assignment is a uniform sticky one ({@link Balance#sticky}) over the
  * current assignment, logged. Member identities are the members' group.instance.id, else their member id; a
  * member's capacity is what {@code groupfit.member.capacities} says for its identity, else the capacity.
+ *
+ * <p>Zones: when a member has a rack (its client.rack) and a partition has racks (the describer's: every replica's
+ * broker's rack), the Java core, which has no zone mode, does not compute: {@code assign()} asks the service for the
+ * zone-aware assignment (a dry run, with the group's stored algorithm) and waits for it up to
+ * {@code groupfit.zones.timeout.ms}, holding the calling thread that long at most; the answer is then reported as the
+ * core's would be, so the stored version is always what the group holds. When it does not answer in time, the core
+ * computes as without racks, and the report carries the racks (the service records the cross-zone rate).
  */
 public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, Configurable, AutoCloseable {
     public static final String URL = "groupfit.url";
@@ -77,6 +85,8 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
     public static final String PARAMS = "groupfit.params";
     public static final String REFRESH_MS = "groupfit.refresh.ms";
     public static final String BOOTSTRAP_SERVERS = "groupfit.bootstrap.servers";
+    /** How long assign() waits for the service's zone-aware answer (members and partitions with racks). */
+    public static final String ZONES_TIMEOUT_MS = "groupfit.zones.timeout.ms";
 
     private static final Logger log = LoggerFactory.getLogger(GroupfitBrokerAssignor.class);
     /** How long one background read or report may take. */
@@ -93,14 +103,16 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
 
     /**
      * What the background knows of a group: its stored rates by topic (null: none stored yet), the algorithm the
-     * core runs for it (the group's stored one when the core runs it, else the configured one) and the group's
-     * stored capacity (null: none).
+     * core runs for it (the group's stored one when the core runs it, else the configured one), the group's stored
+     * capacity (null: none) and the algorithm the service is asked for when the group is zone-aware (the group's
+     * stored one, which the service runs whatever it is, else the configured one).
      */
-    record Knowledge(Map<String, TopicRates> rates, Algorithm algorithm, Double storedCapacity) {
-        /** The same rates, algorithm and capacity (a read that found nothing new). */
+    record Knowledge(Map<String, TopicRates> rates, Algorithm algorithm, Double storedCapacity, String zoneAlgorithm) {
+        /** The same rates, algorithms and capacity (a read that found nothing new). */
         boolean sameAs(Knowledge other) {
             if (!algorithm.name().equals(other.algorithm.name()) || !algorithm.params().equals(other.algorithm.params())
-                    || !java.util.Objects.equals(storedCapacity, other.storedCapacity)) {
+                    || !java.util.Objects.equals(storedCapacity, other.storedCapacity)
+                    || !zoneAlgorithm.equals(other.zoneAlgorithm)) {
                 return false;
             }
             if (rates == null || other.rates == null) {
@@ -109,17 +121,23 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             return rates.keySet().equals(other.rates.keySet())
                     && rates.entrySet().stream().allMatch(e -> e.getValue().sameAs(other.rates.get(e.getKey())));
         }
+
+        /** The zone-aware request's parameters: the configured ones for the configured algorithm, else none. */
+        Map<String, Object> zoneParams() {
+            return zoneAlgorithm.equals(algorithm.name()) ? algorithm.params() : Map.of();
+        }
     }
 
     /** How one assign() went: where the target came from, why, and how long it held the calling thread. */
     public record Report(String group, String source, String algorithm, String reason, int members, int partitions,
-            int moves, double rscore, long micros) {}
+            int moves, double rscore, Double crossZoneRate, long micros) {}
 
     private GroupfitClient client;
     private Double capacity;
     private Map<String, Double> memberCapacities;
     private Algorithm configured;
     private Duration refresh;
+    private Duration zonesTimeout;
     private Properties adminConfig;
     private final Map<String, String> groupOfMember = new ConcurrentHashMap<>();
     private final Map<Uuid, String> topicNames = new ConcurrentHashMap<>();
@@ -167,6 +185,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         configured = algorithm(GroupfitAssignor.setting(configs, ALGORITHM, "mwf"),
                 GroupfitAssignor.setting(configs, PARAMS, ""));
         refresh = Duration.ofMillis(Long.parseLong(GroupfitAssignor.setting(configs, REFRESH_MS, "10000")));
+        zonesTimeout = Duration.ofMillis(Long.parseLong(GroupfitAssignor.setting(configs, ZONES_TIMEOUT_MS, "1000")));
         client = client(url, GroupfitAssignor.setting(configs, TOKEN, ""));
         adminConfig = new Properties();
         adminConfig.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap(configs));
@@ -307,6 +326,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         String reason;
         GroupAssignment assignment = null;
         Outcome outcome = null;
+        Api.AssignResponse answered = null; // the service's zone-aware answer
         if (memberIds.length == 0 || subscribed.isEmpty()) {
             reason = "nothing to assign";
         } else if (group == null) {
@@ -320,19 +340,47 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         } else if (used == null) {
             reason = "no capacity: set " + CAPACITY + " or store one for the group";
         } else {
-            try {
-                Computed computed = compute(memos.computeIfAbsent(group, g -> new GroupMemo()), groupSpec, describer,
-                        identityOf, memberOf, subscribed, known, used);
-                if (computed == null) {
-                    reason = "no rates are stored for the group's partitions";
-                } else {
-                    outcome = computed.outcome();
-                    assignment = computed.assignment();
-                    report(group, known.algorithm(), used, outcome, computed.topicIds(), known.rates());
-                    reason = "";
+            String zoneReason = "";
+            Zoned zoned = zoned(groupSpec, describer, memberIds, identityOf, subscribed, known, used, group);
+            if (zoned != null) {
+                try {
+                    Api.AssignResponse answer = askZoned(zoned);
+                    assignment = fromAnswer(answer, zoned, memberOf);
+                    answered = answer;
+                    report(group, () -> zoned.request().reporting(answer.algorithm(), known.zoneParams(),
+                            answer.assignment()));
+                } catch (Exception e) {
+                    if (e instanceof InterruptedException) {
+                        Thread.currentThread().interrupt();
+                    }
+                    zoneReason = "the service's zone-aware answer: " + GroupfitService.reason(e)
+                            + "; computed without racks";
+                    log.warn("groupfit assignor: group {}: no zone-aware answer from groupfit ({}); the core computes "
+                            + "without racks", group, GroupfitService.reason(e));
                 }
-            } catch (IllegalArgumentException e) {
-                reason = e.getMessage();
+            }
+            reason = zoneReason;
+            if (assignment == null) {
+                try {
+                    Computed computed = compute(memos.computeIfAbsent(group, g -> new GroupMemo()), groupSpec,
+                            describer, identityOf, memberOf, subscribed, known, used);
+                    if (computed == null) {
+                        reason = "no rates are stored for the group's partitions";
+                    } else {
+                        outcome = computed.outcome();
+                        assignment = computed.assignment();
+                        Outcome computedOutcome = outcome;
+                        Algorithm ran = known.algorithm();
+                        String reported = group;
+                        double capacityUsed = used;
+                        // with racks the report carries them: the service records the cross-zone rate
+                        report(group, () -> zoned != null
+                                ? zoned.request().reporting(ran.name(), ran.params(), given(computedOutcome))
+                                : reportRequest(reported, ran, capacityUsed, computedOutcome, known.rates()));
+                    }
+                } catch (IllegalArgumentException e) {
+                    reason = e.getMessage();
+                }
             }
         }
         int partitions;
@@ -341,18 +389,28 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             assignment = fallback.assignment();
             partitions = fallback.partitions();
         } else {
-            partitions = outcome.problem().size();
+            partitions = answered != null ? answered.assignment().values().stream().mapToInt(List::size).sum()
+                    : outcome.problem().size();
         }
         long micros = (System.nanoTime() - started) / 1000;
-        String source = outcome != null ? "core" : "fallback";
-        String algorithm = outcome != null ? outcome.algorithm() : "uniform-sticky";
-        lastReport = new Report(group, source, algorithm, reason, memberIds.length, partitions,
-                outcome == null ? 0 : outcome.moves(), outcome == null ? 0 : outcome.rscore(), micros);
+        String source = answered != null ? "service" : outcome != null ? "core" : "fallback";
+        String algorithm = answered != null ? answered.algorithm() : outcome != null ? outcome.algorithm()
+                : "uniform-sticky";
+        int moves = answered != null ? answered.moves().size() : outcome == null ? 0 : outcome.moves();
+        double rscore = answered != null ? answered.rscore() : outcome == null ? 0 : outcome.rscore();
+        Double crossZoneRate = answered == null ? null : answered.crossZoneRate();
+        lastReport = new Report(group, source, algorithm, reason, memberIds.length, partitions, moves, rscore,
+                crossZoneRate, micros);
         prepare(group, memberIds, subscribed);
         if (!log.isInfoEnabled()) {
             return assignment;
         }
-        if (outcome != null) {
+        if (answered != null) {
+            log.info("groupfit assignor: group {}, {} partitions to {} members via service ({} zone-aware; rscore {}, "
+                    + "{} moves, overloaded {}, cross-zone rate {}); held the coordinator {} ms", group, partitions,
+                    memberIds.length, algorithm, rscore, moves, answered.overloadedMembers(), crossZoneRate,
+                    micros / 1000.0);
+        } else if (outcome != null) {
             log.info("groupfit assignor: group {}, {} partitions to {} members via core ({}; rscore {}, {} moves, "
                     + "overloaded {}); held the coordinator {} ms", group, partitions, memberIds.length, algorithm,
                     outcome.rscore(), outcome.moves(), outcome.overloaded(), micros / 1000.0);
@@ -397,8 +455,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         if (kept != null && kept.topicIds().length == subscribed.size() && kept.topicOf().keySet().containsAll(subscribed)) {
             topicIds = kept.topicIds();
         } else {
-            topicIds = subscribed.toArray(new Uuid[0]);
-            Arrays.sort(topicIds, (a, b) -> topicNames.get(a).compareTo(topicNames.get(b)));
+            topicIds = byName(subscribed);
         }
         int[] counts = new int[topicIds.length];
         int[] unassignable = new int[0];
@@ -460,6 +517,20 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         return new Computed(outcome, new GroupAssignment(members), topicIds);
     }
 
+    /**
+     * The topics sorted by name (the request's order). Iterated: the coordinator's set of a member's topic ids
+     * (TopicIds) throws on toArray.
+     */
+    private Uuid[] byName(Set<Uuid> topics) {
+        Uuid[] sorted = new Uuid[topics.size()];
+        int i = 0;
+        for (Uuid topicId : topics) {
+            sorted[i++] = topicId;
+        }
+        Arrays.sort(sorted, (a, b) -> topicNames.get(a).compareTo(topicNames.get(b)));
+        return sorted;
+    }
+
     /** A member's partitions (indices into the problem) as the coordinator takes them: a set per topic. */
     private static Map<Uuid, Set<Integer>> assignment(Problem problem, int[] held, Uuid[] topicIds,
             GroupMemo.Table table) {
@@ -486,15 +557,135 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
     }
 
     /**
+     * A zone-aware group as the service sees it: the request (a dry run: the partitions in (topic, partition) order
+     * with their rates, lags and racks, the previous owners, the members with their capacities and racks), its
+     * topics' ids by name and its members' identities.
+     */
+    record Zoned(Api.AssignRequest request, Map<String, Uuid> topicIdOf, List<String> identities) {}
+
+    /**
+     * The group's zone-aware request, or null where racks change nothing: no member names its rack, no partition has
+     * racks, or no partition has a stored rate. Made from the spec (the core's memo is for the core's problems).
+     */
+    private Zoned zoned(GroupSpec groupSpec, SubscribedTopicDescriber describer, String[] memberIds,
+            Map<String, String> identityOf, Set<Uuid> subscribed, Knowledge known, double used, String group) {
+        Map<String, String> memberRacks = new TreeMap<>();
+        for (String memberId : memberIds) {
+            groupSpec.memberSubscription(memberId).rackId().filter(r -> !r.isEmpty())
+                    .ifPresent(rack -> memberRacks.put(identityOf.get(memberId), rack));
+        }
+        if (memberRacks.isEmpty()) {
+            return null; // the describer is not even asked
+        }
+        Uuid[] topicIds = byName(subscribed);
+        Map<String, Uuid> topicIdOf = new HashMap<>();
+        Map<Uuid, Set<Integer>> assignable = new HashMap<>();
+        List<Api.PartitionRate> partitions = new ArrayList<>();
+        boolean anyRacks = false;
+        boolean anyRate = false;
+        for (Uuid topicId : topicIds) {
+            String name = topicNames.get(topicId);
+            topicIdOf.put(name, topicId);
+            TopicRates rates = known.rates().get(name);
+            for (int p = 0; p < describer.numPartitions(topicId); p++) {
+                if (!groupSpec.isPartitionAssignable(topicId, p)) {
+                    continue;
+                }
+                assignable.computeIfAbsent(topicId, t -> new HashSet<>()).add(p);
+                double rate = rates == null || p >= rates.rate().length ? Double.NaN : rates.rate()[p];
+                double lag = rates == null || p >= rates.lag().length ? Double.NaN : rates.lag()[p];
+                Set<String> racks = describer.racksForPartition(topicId, p);
+                anyRate |= !Double.isNaN(rate);
+                anyRacks |= !racks.isEmpty();
+                partitions.add(new Api.PartitionRate(name, p, Double.isNaN(rate) ? 0.0 : rate,
+                        Double.isNaN(lag) ? null : lag, racks.isEmpty() ? null : List.copyOf(new TreeSet<>(racks))));
+            }
+        }
+        if (!anyRacks || !anyRate) {
+            return null;
+        }
+        Map<String, List<Api.PartitionRef>> previous = new TreeMap<>();
+        List<String> identities = new ArrayList<>();
+        for (String memberId : memberIds) {
+            String identity = identityOf.get(memberId);
+            identities.add(identity);
+            groupSpec.memberAssignment(memberId).partitions().forEach((topicId, held) -> {
+                Set<Integer> still = assignable.getOrDefault(topicId, Set.of()); // a topic no longer subscribed: none
+                for (int p : new TreeSet<>(held)) {
+                    if (still.contains(p)) {
+                        previous.computeIfAbsent(identity, i -> new ArrayList<>())
+                                .add(new Api.PartitionRef(topicNames.get(topicId), p));
+                    }
+                }
+            });
+        }
+        identities.sort(null);
+        List<Object> members = new ArrayList<>();
+        for (String identity : identities) {
+            Double own = memberCapacities.get(identity);
+            members.add(Api.member(identity, own == null || own == used ? null : own, memberRacks.get(identity)));
+        }
+        Map<String, Object> params = known.zoneParams();
+        Api.AssignRequest request = new Api.AssignRequest(known.zoneAlgorithm(), used, group, members, partitions,
+                previous, params.isEmpty() ? null : params).asDryRun();
+        return new Zoned(request, topicIdOf, identities);
+    }
+
+    /**
+     * The service's answer to the zone-aware request, waited for up to groupfit.zones.timeout.ms; throws when it
+     * does not come or does not fit the group (every partition once, on members). A dry run: what the group holds is
+     * stored by the report that follows, so a late answer is never stored as the group's version.
+     */
+    private Api.AssignResponse askZoned(Zoned zoned) throws Exception {
+        Api.AssignResponse answer = client.assign(zoned.request(), zonesTimeout)
+                .get(zonesTimeout.toMillis(), TimeUnit.MILLISECONDS);
+        List<org.apache.kafka.common.TopicPartition> partitions = new ArrayList<>();
+        for (Api.PartitionRate partition : zoned.request().partitions()) {
+            partitions.add(new org.apache.kafka.common.TopicPartition(partition.topic(), partition.partition()));
+        }
+        GroupfitService.check(answer, zoned.identities(), partitions);
+        return answer;
+    }
+
+    /** The service's checked answer as the coordinator's assignment (members it gives nothing get an empty one). */
+    private static GroupAssignment fromAnswer(Api.AssignResponse answer, Zoned zoned, Map<String, String> memberOf) {
+        Map<String, MemberAssignment> members = new HashMap<>();
+        answer.assignment().forEach((identity, held) -> {
+            Map<Uuid, Set<Integer>> mine = new HashMap<>();
+            for (Api.PartitionRef ref : held) {
+                mine.computeIfAbsent(zoned.topicIdOf().get(ref.topic()), t -> new HashSet<>()).add(ref.partition());
+            }
+            members.put(memberOf.get(identity), () -> mine);
+        });
+        for (String identity : zoned.identities()) {
+            members.putIfAbsent(memberOf.get(identity), Map::of);
+        }
+        return new GroupAssignment(members);
+    }
+
+    /** The core's outcome as the request's assignment: consumer → its partitions. */
+    private static Map<String, List<Api.PartitionRef>> given(Outcome outcome) {
+        Problem problem = outcome.problem();
+        Map<String, List<Api.PartitionRef>> assignment = new LinkedHashMap<>();
+        for (int i = 0; i < outcome.consumerCount(); i++) {
+            List<Api.PartitionRef> held = new ArrayList<>();
+            for (int j : outcome.partitions(i)) {
+                held.add(new Api.PartitionRef(problem.topic(j), problem.partition(j)));
+            }
+            assignment.put(outcome.consumer(i), held);
+        }
+        return assignment;
+    }
+
+    /**
      * Hands the answer to the reporting thread: POST /v1/assign with it given, as the group's next version (the
      * benchmark leaves it out: on two cores the reports of a tight loop would take the CPU it measures).
      */
-    void report(String group, Algorithm algorithm, double used, Outcome outcome, Uuid[] topicIds,
-            Map<String, TopicRates> rates) {
+    void report(String group, Supplier<Api.AssignRequest> request) {
         reporter.execute(() -> {
             CompletableFuture<Api.AssignResponse> sent;
             try {
-                sent = client.assign(reportRequest(group, algorithm, used, outcome, rates), CALL);
+                sent = client.assign(request.get(), CALL);
             } catch (RuntimeException e) {
                 sent = CompletableFuture.failedFuture(e);
             }
@@ -528,17 +719,12 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             }
         }
         List<Object> members = new ArrayList<>();
-        Map<String, List<Api.PartitionRef>> assignment = new LinkedHashMap<>();
         for (int i = 0; i < outcome.consumerCount(); i++) {
             String consumer = outcome.consumer(i);
             double own = problem.capacityOf(consumer);
-            members.add(Api.member(consumer, own == used ? null : own));
-            List<Api.PartitionRef> held = new ArrayList<>();
-            for (int j : outcome.partitions(i)) {
-                held.add(new Api.PartitionRef(problem.topic(j), problem.partition(j)));
-            }
-            assignment.put(consumer, held);
+            members.add(Api.member(consumer, own == used ? null : own, null));
         }
+        Map<String, List<Api.PartitionRef>> assignment = given(outcome);
         Map<String, Object> params = algorithm.params();
         return new Api.AssignRequest(algorithm.name(), used, group, members, partitions, previous,
                 params.isEmpty() ? null : params, assignment);
@@ -680,7 +866,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
                         group, rates.partitions().size(), learnt.algorithm().name(), learnt.storedCapacity());
             }
         } catch (Exception e) {
-            knowledge.putIfAbsent(group, new Knowledge(null, configured, null));
+            knowledge.putIfAbsent(group, new Knowledge(null, configured, null, configured.name()));
             log.warn("groupfit assignor: could not read group {} from groupfit: {}", group, GroupfitService.reason(e));
         }
     }
@@ -726,11 +912,13 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             if (Algorithm.runs(state.algorithm())) {
                 algorithm = Algorithm.of(state.algorithm(), Map.of());
             } else {
-                log.warn("groupfit assignor: group {}'s algorithm {} is not one the broker runs ({}); it runs {}",
-                        state.group(), state.algorithm(), Algorithm.NAMES, configured.name());
+                log.warn("groupfit assignor: group {}'s algorithm {} is not one the broker runs ({}); it runs {} (a "
+                        + "zone-aware group is asked of the service with {})", state.group(), state.algorithm(),
+                        Algorithm.NAMES, configured.name(), state.algorithm());
             }
         }
-        return new Knowledge(rates, algorithm, state == null ? null : state.capacity());
+        return new Knowledge(rates, algorithm, state == null ? null : state.capacity(),
+                state == null ? configured.name() : state.algorithm());
     }
 
     private void learnGroups() throws Exception {
