@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from app.settings import get_settings
 
     body = sys.stdin.buffer.read() if args.input == "-" else _read(args.input)
-    text = answer(body, Limits.of(get_settings()), args.dense)
+    text = answer(body, Limits.of(get_settings()), "dense" if args.dense else "sparse")
     sys.stdout.buffer.write(msgspec.json.format(text, indent=args.indent) if args.indent else text)
     sys.stdout.buffer.write(b"\n")
     return 0

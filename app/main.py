@@ -86,13 +86,15 @@ def run(args: argparse.Namespace) -> int:
     # handler an exit, so the embedded server below is stopped too.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     # One process serves one request at a time on one core: GROUPFIT_WORKERS processes share the port
-    # (bench/service_http.py measures the choice). Workers build their app from the environment.
+    # (app/workers.py; bench/service_http.py measures the choice). Workers build their app from the environment.
     options: dict[str, Any] = dict(
         host=settings.host, port=settings.port, loop="uvloop", http="httptools", log_level="warning", access_log=False
     )
     try:
         if settings.workers > 1:
-            uvicorn.run("app.main:create_app", factory=True, workers=settings.workers, **options)
+            from app import workers
+
+            workers.serve(settings.workers, options)
         else:
             _announcing_server()(uvicorn.Config(create_app(settings), **options)).run()
     finally:

@@ -12,11 +12,13 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 class TokenGrant(BaseModel):
     """A bearer token and what it may do: read (GET), write (assign with a group, rates, delete), and on
-    which groups (all when `groups` is absent)."""
+    which groups (all when `groups` is absent); `name` tells it apart in refusals and logs (default: its place
+    in the list, #1 first)."""
 
     token: SecretStr
     write: bool = False
     groups: list[str] | None = None
+    name: str | None = Field(None, max_length=100)
 
 
 class Settings(BaseSettings):
@@ -41,6 +43,16 @@ class Settings(BaseSettings):
         1000, ge=0, description="rates windows kept per group for replay (each PUT of rates is one); 0: none"
     )
     rates_history_max_age_s: float = Field(7 * 86400, gt=0, description="rates windows older than this are dropped")
+    rates_history_max_cells: int = Field(
+        1_000_000,
+        ge=1,
+        description="partitions summed over a group's kept rates windows; the oldest are dropped beyond it",
+    )
+    rates_history_max_bytes: int = Field(
+        32 * 1024 * 1024,
+        ge=1024,
+        description="bytes of a group's kept rates windows (as stored); the oldest are dropped beyond it",
+    )
     idempotency_ttl_s: int = Field(86400, ge=1, description="how long a retried Idempotency-Key gets the same answer")
     max_body_bytes: int = Field(64 * 1024 * 1024, ge=1024, description="largest request body")
     max_partitions: int = Field(1_000_000, ge=1, description="most partitions in one request")
@@ -78,8 +90,18 @@ class Settings(BaseSettings):
         description="requests the compiled core reads and solves up to this size (partitions, previous partitions "
         "and members) are computed on the event loop (a few milliseconds at most); larger ones on a thread",
     )
+    compute_tenant_share: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="share of the compute places (workers + queue) one token, or one group, may hold at once; "
+        "at least one place",
+    )
     compute_worker_memory_mb: int = Field(
-        2048, ge=256, description="address-space limit of each worker process (a request over it fails alone)"
+        1536,
+        ge=64,
+        description="memory each worker process may use above its own baseline (its address space once started, "
+        "measured by the worker); a request over it fails alone",
     )
     metrics_max_groups: int = Field(1000, ge=0, description="groups with their own Prometheus series; oldest dropped")
     log_level: str = Field("INFO", description="log level of the JSON logs")

@@ -24,6 +24,7 @@ from app.local.kafka import KafkaSetupError, java
 SIZES = ["1000/20", "50000/1000", "500000/10000"]
 BROKER = {
     "brokerGroupfit": "GroupfitBrokerAssignor",
+    "brokerGroupfitCold": "GroupfitBrokerAssignor, cold",
     "brokerUniform": "UniformAssignor",
     "brokerRange": "RangeAssignor",
 }
@@ -67,29 +68,40 @@ def secondary(result: dict, name: str) -> float | None:
 
 
 def table(results: list[dict]) -> str:
-    by = {(r["benchmark"].rsplit(".", 1)[-1], r["params"]["size"]): r for r in results}
-    sizes = [s for s in SIZES if any(size == s for _, size in by)] + sorted({s for _, s in by} - set(SIZES))
+    """One row per change (the group forms, a member joins, one leaves), size and assignor; × Kafka: against
+    Kafka's assignor of the same protocol on the same change and size."""
+    by = {(r["benchmark"].rsplit(".", 1)[-1], r["params"]["change"], r["params"]["size"]): r for r in results}
+    seen = {size for _, _, size in by}
+    sizes = [s for s in SIZES if s in seen] + sorted(seen - set(SIZES))
+    changes = sorted({change for _, change, _ in by})
     lines = [
-        f"{'partitions/members':>18}  {'assignor':<32} {'mean ms':>9} {'p50 ms':>9} {'p99 ms':>9} "
+        f"{'change':<6} {'partitions/members':>18}  {'assignor':<32} {'mean ms':>9} {'p50 ms':>9} {'p99 ms':>9} "
         f"{'alloc MB/op':>11} {'× Kafka':>8}"
     ]
-    for size in sizes:
-        for group, baseline in ((BROKER, "brokerUniform"), (CLASSIC, "classicCooperativeSticky")):
-            base = by.get((baseline, size))
-            for method, label in group.items():
-                result = by.get((method, size))
-                if result is None:
-                    continue
-                metric = result["primaryMetric"]
-                percentiles = metric.get("scorePercentiles", {})
-                alloc = secondary(result, "gc.alloc.rate.norm")
-                ratio = metric["score"] / base["primaryMetric"]["score"] if base and method != baseline else None
-                lines.append(
-                    f"{size:>18}  {label:<32} {metric['score']:>9.3f} {percentiles.get('50.0', float('nan')):>9.3f} "
-                    f"{percentiles.get('99.0', float('nan')):>9.3f} "
-                    f"{(alloc or float('nan')) / 1e6:>11.2f} {'' if ratio is None else f'{ratio:.2f}':>8}"
-                )
+    for change in changes:
+        for size in sizes:
+            lines += _rows(by, change, size)
     return "\n".join(lines)
+
+
+def _rows(by: dict, change: str, size: str) -> list[str]:
+    lines = []
+    for group, baseline in ((BROKER, "brokerUniform"), (CLASSIC, "classicCooperativeSticky")):
+        base = by.get((baseline, change, size))
+        for method, label in group.items():
+            result = by.get((method, change, size))
+            if result is None:
+                continue
+            metric = result["primaryMetric"]
+            percentiles = metric.get("scorePercentiles", {})
+            alloc = secondary(result, "gc.alloc.rate.norm")
+            ratio = metric["score"] / base["primaryMetric"]["score"] if base and method != baseline else None
+            lines.append(
+                f"{change:<6} {size:>18}  {label:<32} {metric['score']:>9.3f} {percentiles.get('50.0', float('nan')):>9.3f} "
+                f"{percentiles.get('99.0', float('nan')):>9.3f} "
+                f"{(alloc or float('nan')) / 1e6:>11.2f} {'' if ratio is None else f'{ratio:.2f}':>8}"
+            )
+    return lines
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import socket
 import statistics
 import time
@@ -29,12 +30,13 @@ class Cluster:
         return set(range(self.topics[topic]))
 
 
-def timings(assignor: type, cluster: Cluster, members: dict, runs: int, source: str) -> list[float]:
+def timings(assignor: type, cluster: Cluster, members: dict, runs: int, source: str) -> list[tuple[float, float]]:
+    """(wall, CPU of this process) seconds of each rebalance."""
     times = []
     for _ in range(runs):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         assignor.assign(cluster, members)
-        times.append(time.perf_counter() - started)
+        times.append((time.perf_counter() - started, time.process_time() - cpu))
         assert assignor.last_source == source, assignor.last_source
     return times
 
@@ -99,11 +101,14 @@ def main() -> None:
         + (", gc.freeze() after start-up" if args.gc_freeze else "")
     )
     for name, values in figures.items():
-        ordered = sorted(values)
+        ordered = sorted(wall for wall, _ in values)
         p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
+        cpu = statistics.median(c for _, c in values)
         print(
-            f"{name:<38} p50 {statistics.median(values) * 1e3:7.1f} ms   p99 {p99 * 1e3:7.1f} ms   ({len(values)} rebalances)"
+            f"{name:<38} p50 {statistics.median(ordered) * 1e3:7.1f} ms   p99 {p99 * 1e3:7.1f} ms   "
+            f"leader CPU p50 {cpu * 1e3:5.2f} ms   ({len(values)} rebalances)"
         )
+    print(f"load average {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -10,9 +10,11 @@
     .venv/bin/python bench/service_http.py                 # starts `groupfit serve` (embedded Redis) itself
     .venv/bin/python bench/service_http.py --url http://127.0.0.1:8000 --seconds 10 --connections 1,4,16
     .venv/bin/python bench/service_http.py --workers 1,2 --core native,python    # one service per combination
+    .venv/bin/python bench/service_http.py --delta none         # the answer without its delta (?delta=none)
 
-The load generator is a minimal asyncio HTTP/1.1 client (httpx's own overhead would be measured
-otherwise); it runs on the same 2-core machine as the service, so the figures are a lower bound.
+The load generator is a minimal asyncio HTTP/1.1 client on uvloop (httpx's own overhead would be measured
+otherwise); it runs on the same 2-core machine as the service, so the figures are a lower bound. The load
+average is printed before and after: other processes share the cores.
 """
 
 from __future__ import annotations
@@ -20,12 +22,25 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import statistics
 import time
+from collections.abc import Coroutine
+from typing import Any
 from urllib.parse import urlparse
 
+import uvloop
 from live import cpu_seconds, service_at
+
+
+def run(work: Coroutine[Any, Any, Any]) -> Any:
+    """On uvloop, as the service: the load generator takes less of the cores it shares with the service."""
+    return uvloop.run(work)
+
+
+def load_average() -> str:
+    return " ".join(f"{v:.1f}" for v in os.getloadavg())
 
 
 def assign_body(partitions: int, seed: int = 3) -> bytes:
@@ -62,7 +77,9 @@ async def post(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host:
     return int(status_line.split()[1])
 
 
-async def load(url: str, body: bytes, connections: int, seconds: float) -> tuple[list[float], int]:
+async def load(
+    url: str, body: bytes, connections: int, seconds: float, path: str = "/v1/assign"
+) -> tuple[list[float], int]:
     parsed = urlparse(url)
     latencies: list[float] = []
     errors = 0
@@ -73,7 +90,7 @@ async def load(url: str, body: bytes, connections: int, seconds: float) -> tuple
         reader, writer = await asyncio.open_connection(parsed.hostname, parsed.port)
         while time.perf_counter() < deadline:
             start = time.perf_counter()
-            status = await post(reader, writer, parsed.netloc, "/v1/assign", body)
+            status = await post(reader, writer, parsed.netloc, path, body)
             latencies.append(time.perf_counter() - start)
             errors += status != 200
         writer.close()
@@ -82,7 +99,9 @@ async def load(url: str, body: bytes, connections: int, seconds: float) -> tuple
     return latencies, errors
 
 
-async def paced(url: str, body: bytes, connections: int, rate: float, seconds: float) -> tuple[list[float], int, int]:
+async def paced(
+    url: str, body: bytes, connections: int, rate: float, seconds: float, path: str
+) -> tuple[list[float], int, int]:
     """Open loop: `rate` requests per second spread over `connections`; latency from each one's due time;
     and how many were answered within the `seconds` (a server that cannot keep up answers fewer)."""
     parsed = urlparse(url)
@@ -98,7 +117,7 @@ async def paced(url: str, body: bytes, connections: int, rate: float, seconds: f
         while due < start + seconds:
             if (delay := due - time.perf_counter()) > 0:
                 await asyncio.sleep(delay)
-            status = await post(reader, writer, parsed.netloc, "/v1/assign", body)
+            status = await post(reader, writer, parsed.netloc, path, body)
             done = time.perf_counter()
             latencies.append(done - due)
             in_time.append(done <= start + seconds)
@@ -111,11 +130,11 @@ async def paced(url: str, body: bytes, connections: int, rate: float, seconds: f
     return latencies, errors, sum(in_time)
 
 
-async def one(url: str, body: bytes) -> tuple[float, int]:
+async def one(url: str, body: bytes, path: str) -> tuple[float, int]:
     parsed = urlparse(url)
     reader, writer = await asyncio.open_connection(parsed.hostname, parsed.port, limit=2**26)
     start = time.perf_counter()
-    status = await post(reader, writer, parsed.netloc, "/v1/assign", body)
+    status = await post(reader, writer, parsed.netloc, path, body)
     elapsed = time.perf_counter() - start
     writer.close()
     return elapsed, status
@@ -138,27 +157,31 @@ def main() -> None:
     parser.add_argument("--large", type=int, default=100_000, help="partitions of the end-to-end request (0: skip)")
     parser.add_argument("--workers", default="", help="GROUPFIT_WORKERS of the started service, comma-separated")
     parser.add_argument("--core", default="", help="GROUPFIT_CORE of the started service, comma-separated")
+    parser.add_argument("--delta", default="", choices=["", "sparse", "dense", "none"], help="?delta= of the requests")
     args = parser.parse_args()
+    print(f"load average {load_average()} on {os.cpu_count()} cores")
     for workers in args.workers.split(","):
         for core in args.core.split(","):
             env = {k: v for k, v in (("GROUPFIT_WORKERS", workers), ("GROUPFIT_CORE", core)) if v}
             if env:
                 print(f"\n{' '.join(f'{k}={v}' for k, v in env.items())}")
             measure(args, env)
+    print(f"load average {load_average()}")
 
 
 def measure(args: argparse.Namespace, env: dict[str, str]) -> None:
+    path = f"/v1/assign?delta={args.delta}" if args.delta else "/v1/assign"
     with service_at(args.url, **env) as (url, pid):
         body = assign_body(args.partitions)
-        asyncio.run(load(url, body, 1, 1.0))  # warm-up
-        print(f"POST /v1/assign, {args.partitions} partitions (MWF), {len(body) / 1e3:.0f} kB per request")
+        run(load(url, body, 1, 1.0, path))  # warm-up
+        print(f"POST {path}, {args.partitions} partitions (MWF), {len(body) / 1e3:.0f} kB per request")
         print(
             f"{'connections':>12}{'requests/s':>12}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'errors':>8}"
             f"{'server CPU ms/req':>19}{'client CPU ms/req':>19}"
         )
         for connections in (int(c) for c in args.connections.split(",")):
             server, client = cpu_seconds(pid) if pid else float("nan"), time.process_time()
-            latencies, errors = asyncio.run(load(url, body, connections, args.seconds))
+            latencies, errors = run(load(url, body, connections, args.seconds, path))
             server = (cpu_seconds(pid) if pid else float("nan")) - server
             client = time.process_time() - client
             print(
@@ -169,7 +192,7 @@ def measure(args: argparse.Namespace, env: dict[str, str]) -> None:
                 flush=True,
             )
         for rate in (float(r) for r in args.rates.split(",") if r):
-            latencies, errors, answered = asyncio.run(paced(url, body, 16, rate, args.seconds))
+            latencies, errors, answered = run(paced(url, body, 16, rate, args.seconds, path))
             print(
                 f"open loop, {rate:.0f} req/s offered on 16 connections: {answered / args.seconds:.0f} answered/s, "
                 f"p50 {statistics.median(latencies) * 1e3:.1f} ms, p99 {percentile(latencies, 0.99) * 1e3:.1f} ms, "
@@ -180,7 +203,7 @@ def measure(args: argparse.Namespace, env: dict[str, str]) -> None:
             large = assign_body(args.large)
             times = []
             for _ in range(3):
-                elapsed, status = asyncio.run(one(url, large))
+                elapsed, status = run(one(url, large, path))
                 assert status == 200, status
                 times.append(elapsed)
             print(

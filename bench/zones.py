@@ -93,6 +93,7 @@ class Run:
     cross: list[float] = field(default_factory=list)  # cross-zone rate over the total rate
     bound: list[float] = field(default_factory=list)  # the least cross-zone share (members: a zone's shortfall)
     overloaded: list[int] = field(default_factory=list)  # consumers holding 2+ partitions above their capacity
+    excess: list[float] = field(default_factory=list)  # the rate above capacity, all consumers, over the total rate
     seconds: list[float] = field(default_factory=list)
     assignments: list[dict[str, list[int]]] = field(default_factory=list)
 
@@ -164,6 +165,7 @@ def replay(
         run.overloaded.append(
             sum(1 for c, held in outcome.assignment.items() if len(held) > 1 and outcome.loads[c] > capacity * 1.000001)
         )
+        run.excess.append(math.fsum(max(0.0, load - capacity) for load in outcome.loads.values()) / total)
         if members is not None and all(len(listed) == 1 for listed in racks):  # (a flow bound otherwise)
             load: dict[str, float] = {}
             for key, rate in zip(keys, rates):
@@ -175,18 +177,25 @@ def replay(
     return run
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def arguments(description: str | None, scenarios: tuple[str, ...], cores: bool = False) -> argparse.Namespace:
+    """The stream's and the cluster's arguments (this script's and bench/zones_kafka.py's; `cores`: --core)."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--partitions", default="1000", help="comma-separated sizes")
     parser.add_argument("--measurements", type=int, default=10)
     parser.add_argument("--delta", type=int, default=10, help="δ of the stream (percent of C per step)")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--scenarios", default=",".join(SCENARIOS))
+    parser.add_argument("--scenarios", default=",".join(scenarios))
     parser.add_argument("--fetch-from-follower", action="store_true", help="replication 2; racks of both replicas")
-    parser.add_argument("--core", choices=("reference", "compiled", "both"), default="reference")
+    if cores:
+        parser.add_argument("--core", choices=("reference", "compiled", "both"), default="reference")
     args = parser.parse_args()
-    if args.core != "reference" and not native.AVAILABLE:
+    if cores and args.core != "reference" and not native.AVAILABLE:
         parser.error("the compiled core is not installed (make .venv/.native)")
+    return args
+
+
+def main() -> None:
+    args = arguments(__doc__, SCENARIOS, cores=True)
     cores = {"reference": ["reference"], "compiled": ["compiled"], "both": ["compiled", "reference"]}[args.core]
     algorithms = [(a, z) for a, z in ALGORITHMS if args.core == "reference" or a in native.ALGORITHMS]
     print(

@@ -15,7 +15,7 @@ import pytest
 
 from app.core.algorithm import paper_algorithms
 from app.sim.evaluate import evaluate, run_named
-from app.sim.latency import LatencyModel, segments
+from app.sim.latency import LatencyModel
 from app.sim.stream import generate_stream, load_stream
 
 MODEL = LatencyModel(consumer_throughput=133, iteration_s=30, rebalance_s=5)
@@ -28,7 +28,7 @@ def reference(reference_stream_path):
 
 
 def p99(stream, name):
-    return segments(run_named(stream, 100, name, keep=True).outcomes, MODEL).quantile(0.99)
+    return run_named(stream, 100, name, keep=True).latency(MODEL).quantile(0.99)
 
 
 def test_kd_15_tail_latency_as_published(reference):

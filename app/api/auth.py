@@ -3,9 +3,10 @@ the route table, so a route without it cannot go unnoticed); off when no token i
 
 Authentication runs before the body is read. The dependencies are coroutines: FastAPI runs a plain function
 dependency in a thread, a hop that costs more than the check. Reads (GET) need any known token; writes (assign
-with a group, rates, delete) a token with `write`; a token limited to `groups` works only on those. Stateless
-POST /v1/assign and /v1/evaluate change nothing stored, so they need a token but not `write`. The tokens and
-their grants: app/service/access.py.
+with a group, rates, delete) a token with `write`; a token limited to `groups` works only on those, and not
+on what concerns every group (`/metrics`, a replica placement: `AllGroups`, `Cluster`). Stateless POST
+/v1/assign and /v1/evaluate change nothing stored, so they need a token but not `write`. The tokens and their
+grants: app/service/access.py.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from app.service.access import Grant
 
 
 async def authenticated(request: Request, authorizer: AuthorizerDep) -> Grant:
-    return authorizer.authenticate(request.headers.get("authorization", ""))
+    address = request.client.host if request.client else ""
+    return authorizer.authenticate(request.headers.get("authorization", ""), address)
 
 
 Authenticated = Annotated[Grant, Depends(authenticated)]
@@ -37,12 +39,20 @@ async def writable_group(group: GroupPath, grant: Authenticated) -> str:
     return group
 
 
-async def writer(grant: Authenticated) -> Grant:
-    """A token with write, for operations that act on no group (a placement plan)."""
-    grant.check(None, write=True)
+async def all_groups(grant: Authenticated) -> Grant:
+    """A token that may read every group (the metrics name them all)."""
+    grant.check_all_groups("/metrics, which names every group,")
     return grant
 
 
-Writer = Annotated[Grant, Depends(writer)]
+async def cluster(grant: Authenticated) -> Grant:
+    """A token for the cluster: write, on every group (a replica placement plans data moves for all of them)."""
+    grant.check(None, write=True)
+    grant.check_all_groups("a replica placement, a plan for the whole cluster,")
+    return grant
+
+
+AllGroups = Annotated[Grant, Depends(all_groups)]
+Cluster = Annotated[Grant, Depends(cluster)]
 ReadableGroup = Annotated[str, Depends(readable_group)]
 WritableGroup = Annotated[str, Depends(writable_group)]

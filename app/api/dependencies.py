@@ -20,6 +20,7 @@ from app.service.compute import ComputePool
 from app.service.evaluate import EvaluateService
 from app.service.groups import GroupService
 from app.service.operations import OperationsService
+from app.service.placement import PlacementService
 from app.settings import Settings
 from app.store.groups import GroupStore
 
@@ -39,6 +40,7 @@ class Services:
     evaluator: EvaluateService
     groups: GroupService
     operations: OperationsService
+    placements: PlacementService
 
 
 def services_of(app: Starlette) -> Services:
@@ -64,3 +66,4 @@ AssignServiceDep = Annotated[AssignService, Depends(_part(lambda s: s.assigner))
 EvaluateServiceDep = Annotated[EvaluateService, Depends(_part(lambda s: s.evaluator))]
 GroupServiceDep = Annotated[GroupService, Depends(_part(lambda s: s.groups))]
 OperationsServiceDep = Annotated[OperationsService, Depends(_part(lambda s: s.operations))]
+PlacementServiceDep = Annotated[PlacementService, Depends(_part(lambda s: s.placements))]

@@ -5,15 +5,16 @@ away (`client_gone`). Routes are thin: decode (app.codec) → authorize (app/api
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
 from app.api.dependencies import services_of
 from app.codec.wire import encode
 from app.core.errors import AssignmentError, ErrorCode
+from app.service.compute import CHUNK
 
 Responses = dict[int | str, dict[str, Any]]
 
@@ -65,9 +66,10 @@ def endpoint(
     scope: str | None = "read",
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """A route on `router` with the parts every one declares: its operation id and tag (names in generated
-    clients), its documented answers, the token scope it needs (OpenAPI 3.1 roles of the bearer scheme: `read`
-    is any token, `write` a token with write; None for the open probes), and the raw Response class (bodies are
-    encoded by the codec, not by FastAPI)."""
+        clients), its documented answers, the token scope it needs (OpenAPI 3.1 roles of the bearer scheme; None for
+        the open probes), and the raw Response class (bodies are
+        encoded by the codec, not by FastAPI). The roles: `read` any token, `write` a token with write, `all-groups` a
+    token without a `groups` list, `cluster` one with write and without a `groups` list."""
     extra = dict(body or {})
     if scope is not None:
         extra["security"] = [{"bearer": [scope]}]
@@ -84,9 +86,22 @@ def endpoint(
     )
 
 
-def json_response(body: bytes | Any) -> Response:
-    """JSON bytes as they are, or a codec value encoded."""
-    return Response(body if isinstance(body, bytes) else encode(body), media_type="application/json")
+def json_response(body: bytes | list[bytes] | Any) -> Response:
+    """JSON bytes as they are (or as the slices a compute worker's answer was read in), or a codec value
+    encoded. A large answer is sent a slice at a time, the socket drained in between, so the event loop never
+    copies much of it at once."""
+    chunks = body if isinstance(body, list) else [body if isinstance(body, bytes) else encode(body)]
+    size = sum(map(len, chunks))
+    if size <= CHUNK:
+        return Response(b"".join(chunks), media_type="application/json")
+
+    async def slices() -> AsyncIterator[memoryview]:
+        for chunk in chunks:
+            view = memoryview(chunk)
+            for start in range(0, len(view), CHUNK):
+                yield view[start : start + CHUNK]
+
+    return StreamingResponse(slices(), media_type="application/json", headers={"content-length": str(size)})
 
 
 async def read_body(request: Request) -> bytes:

@@ -36,6 +36,7 @@ STATUS: dict[ErrorCode, int] = {
             ErrorCode.TOO_MANY_PARTITIONS,
             ErrorCode.TOO_LARGE_FOR_EXACT,
             ErrorCode.TOO_MANY_CONSUMERS,
+            ErrorCode.COMPUTE_FAILED,
             ErrorCode.INVALID_BROKER,
             ErrorCode.INVALID_REPLICAS,
             ErrorCode.REPLICA_TOO_LARGE,

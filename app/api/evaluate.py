@@ -22,5 +22,5 @@ router = APIRouter()
     answers("EvaluateResponse", 413, 415, 422, 503, 504),
     body=request_body("EvaluateRequest"),
 )
-async def evaluate(request: Request, _: Authenticated, evaluator: EvaluateServiceDep) -> Response:
-    return json_response(await evaluator.evaluate(await read_body(request), client_gone(request)))
+async def evaluate(request: Request, grant: Authenticated, evaluator: EvaluateServiceDep) -> Response:
+    return json_response(await evaluator.evaluate(lambda: read_body(request), grant.tenants(), client_gone(request)))

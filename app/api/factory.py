@@ -3,6 +3,7 @@ from the msgspec bodies."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -26,6 +27,7 @@ from app.service.compute import ComputePool
 from app.service.evaluate import EvaluateService
 from app.service.groups import GroupService
 from app.service.operations import OperationsService
+from app.service.placement import PlacementService
 from app.settings import Settings, get_settings
 from app.store.groups import GroupStore, RatesWindows
 
@@ -46,8 +48,15 @@ ROUTERS = (
     probes.router,
     pages.router,
 )
-WORKER_MODULES = ("app.service.assign", "app.service.evaluate", "app.service.operations")
-"""What a compute worker imports before it serves: the modules of its jobs."""
+WORKER_MODULES = (
+    "app.service.assign",
+    "app.service.evaluate",
+    "app.service.groups",
+    "app.service.operations",
+    "app.service.placement",
+)
+"""What a compute worker imports before it serves: the modules of its jobs (the exact algorithms' solver, OR-Tools,
+is imported by the first job that needs it: about 280 MB of address space within the worker's allowance)."""
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -81,7 +90,12 @@ def build_services(settings: Settings) -> Services:
         settings.redis_timeout_s,
         settings.history_limit,
         settings.idempotency_ttl_s,
-        RatesWindows(settings.rates_history_limit, settings.rates_history_max_age_s),
+        RatesWindows(
+            settings.rates_history_limit,
+            settings.rates_history_max_age_s,
+            settings.rates_history_max_cells,
+            settings.rates_history_max_bytes,
+        ),
         settings.redis_cluster,
     )
     compute = ComputePool(
@@ -90,6 +104,7 @@ def build_services(settings: Settings) -> Services:
         settings.compute_timeout_s,
         settings.compute_worker_memory_mb,
         preload=WORKER_MODULES,
+        tenant_share=settings.compute_tenant_share,
     )
     assigner = AssignService(store, settings, compute, metrics)
     return Services(
@@ -100,8 +115,9 @@ def build_services(settings: Settings) -> Services:
         authorizer=Authorizer(settings.auth_tokens),
         assigner=assigner,
         evaluator=EvaluateService(settings, compute),
-        groups=GroupService(store, settings.max_partitions),
+        groups=GroupService(store, settings.max_partitions, compute),
         operations=OperationsService(store, settings, assigner, compute, metrics),
+        placements=PlacementService(settings, compute),
     )
 
 
@@ -110,12 +126,15 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     services = services_of(app)
     await services.store.open()
     await services.compute.start()
+    probe = asyncio.create_task(services.metrics.watch_loop())
     yield
+    probe.cancel()
     await services.compute.close()
     await services.store.close()
 
 
 def _add_middleware(app: FastAPI, settings: Settings, metrics: Metrics) -> None:
+    app.add_middleware(assign.AssignFastPath)  # inside CORS and the observability (added later: outer)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -137,8 +156,9 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
                 "type": "http",
                 "scheme": "bearer",
                 "description": "needed when the service has tokens configured (GROUPFIT_AUTH_TOKENS); an operation's "
-                "roles say which: `read` any token, `write` a token with write. POST /v1/assign needs `write` "
-                "when it stores a version (a group, not a dry run).",
+                "roles say which: `read` any token, `write` a token with write, `all-groups` a token without a "
+                "`groups` list, `cluster` a token with write and without a `groups` list. POST /v1/assign needs "
+                "`write` when it stores a version (a group, not a dry run).",
             }
         }
         # a string, not an enum: a client generated today keeps working with a server that has more algorithms

@@ -3,15 +3,16 @@ scaling decision (app.service.operations, app/core/decision.py)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
 from app.api.auth import Authenticated, ReadableGroup
 from app.api.dependencies import OperationsServiceDep
-from app.api.endpoints import answers, endpoint, json_response
+from app.api.endpoints import answers, client_gone, endpoint, json_response
 from app.codec.operations import scale_query
 from app.core.decision import MIN_GAIN, Guards
 from app.core.errors import AssignmentError, ErrorCode
+from app.service.operations import LISTING_PAGE
 
 router = APIRouter()
 
@@ -22,16 +23,17 @@ router = APIRouter()
     "/v1/groups",
     "list_groups",
     "groups",
-    "The stored groups (those the token may read), with their last version and the age of their rates",
+    "One page of the stored groups (those the token may read), with their last version and the age of their rates",
     answers("GroupList", 422, 503),
 )
 async def list_groups(
     grant: Authenticated,
     operations: OperationsServiceDep,
     contains: str = Query("", max_length=255, description="only groups whose name contains this"),
-    limit: int = Query(1000, ge=1, le=100_000),
+    limit: int = Query(LISTING_PAGE, ge=1, le=LISTING_PAGE, description="the most groups on this page"),
+    after: str = Query("", max_length=255, description="the page after this cursor: the `next` of the page before"),
 ) -> Response:
-    return json_response(await operations.groups(grant.groups, contains, limit))
+    return json_response(await operations.groups(grant.groups, contains, limit, after, grant.tenants()))
 
 
 @endpoint(
@@ -41,12 +43,15 @@ async def list_groups(
     "get_rates_history",
     "rates",
     "The group's stored rates windows, oldest first (bounded by GROUPFIT_RATES_HISTORY_LIMIT and _MAX_AGE_S)",
-    answers("RatesHistory", 404, 422, 503),
+    answers("RatesHistory", 404, 422, 503, 504),
 )
 async def rates_history(
-    group: ReadableGroup, operations: OperationsServiceDep, limit: int = Query(1000, ge=1, le=100_000)
+    grant: Authenticated,
+    group: ReadableGroup,
+    operations: OperationsServiceDep,
+    limit: int = Query(1000, ge=1, le=100_000),
 ) -> Response:
-    return json_response(await operations.rates_history(group, limit))
+    return json_response(await operations.rates_history(group, limit, grant.tenants(group)))
 
 
 @endpoint(
@@ -56,9 +61,11 @@ async def rates_history(
     "replay_group",
     "evaluation",
     "The group's stored rates windows replayed through algorithms: consumers, Rscore, moved bytes, tail latency",
-    answers("ReplayResponse", 404, 422, 503),
+    answers("ReplayResponse", 404, 422, 503, 504),
 )
 async def replay_group(
+    request: Request,
+    grant: Authenticated,
     group: ReadableGroup,
     operations: OperationsServiceDep,
     algorithms: str = Query("mwf,bfd", max_length=1000, description="comma-separated, as in POST /v1/evaluate"),
@@ -72,7 +79,10 @@ async def replay_group(
     names = [name.strip() for name in algorithms.split(",") if name.strip()]
     if not names:
         raise AssignmentError(ErrorCode.INVALID_REQUEST, "give at least one algorithm, e.g. ?algorithms=mwf,bfd.")
-    return json_response(await operations.replay(group, names, windows, latency, consumer_throughput, rebalance_s))
+    replayed = await operations.replay(
+        group, names, windows, latency, consumer_throughput, rebalance_s, grant.tenants(group), client_gone(request)
+    )
+    return json_response(replayed)
 
 
 @endpoint(
@@ -82,9 +92,10 @@ async def replay_group(
     "get_scale",
     "groups",
     "What the group needs for its stored rates: up, down, reass (the same members, reassigned) or none, with why",
-    answers("ScaleSignal", 404, 422, 503),
+    answers("ScaleSignal", 404, 422, 503, 504),
 )
 async def scale(
+    grant: Authenticated,
     group: ReadableGroup,
     operations: OperationsServiceDep,
     algorithm: str | None = Query(None, max_length=100, description="default: the group's stored algorithm"),
@@ -115,4 +126,4 @@ async def scale(
 ) -> Response:
     guards = Guards(f_up, f_down, min_gain, max_rscore, max_moves, min_interval_s)
     query = scale_query(params, member_capacities, algorithm, guards)
-    return json_response(await operations.scale(group, query))
+    return json_response(await operations.scale(group, query, grant.tenants(group)))

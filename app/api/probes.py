@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.responses import Response
 
-from app.api.auth import Authenticated
+from app.api.auth import AllGroups
 from app.api.dependencies import MetricsDep, StoreDep
 from app.api.endpoints import answers, endpoint, json_response
 from app.codec.groups import Health
@@ -36,7 +36,8 @@ async def readyz(store: StoreDep) -> Response:
     "metrics",
     "operations",
     "Prometheus metrics",
-    {200: {"description": "Prometheus text format", "content": {"text/plain": {}}}},
+    {200: {"description": "Prometheus text format", "content": {"text/plain": {}}}, **answers(None)},
+    scope="all-groups",
 )
-async def metrics(_: Authenticated, registry: MetricsDep) -> Response:  # group names are not for anyone to read
-    return Response(generate_latest(registry.registry), media_type=CONTENT_TYPE_LATEST)
+async def metrics(_: AllGroups, registry: MetricsDep) -> Response:  # every group's series: a token for them all
+    return Response(registry.exposition(), media_type=CONTENT_TYPE_LATEST)

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import msgspec
 from fastapi import APIRouter, Request
 from starlette.background import BackgroundTask
 from starlette.responses import Response
 
 from app.api import examples
-from app.api.auth import ReadableGroup, WritableGroup
+from app.api.auth import Authenticated, ReadableGroup, WritableGroup
 from app.api.dependencies import GroupServiceDep, OperationsServiceDep
 from app.api.endpoints import answers, endpoint, json_response, read_body, request_body
-from app.codec.groups import RatesUpdate
-from app.codec.wire import decode
 
 router = APIRouter()
-
-_RATES = msgspec.json.Decoder(RatesUpdate)
 
 
 @endpoint(
@@ -26,17 +21,21 @@ _RATES = msgspec.json.Decoder(RatesUpdate)
     "put_rates",
     "rates",
     "Store the group's observed rates and lags (the rates job writes here)",
-    answers("RatesAck", 413, 415, 422, 503),
+    answers("RatesAck", 413, 415, 422, 503, 504),
     body=request_body("RatesUpdate", examples.RATES_UPDATE),
     scope="write",
 )
 async def put_rates(
-    request: Request, group: WritableGroup, groups: GroupServiceDep, operations: OperationsServiceDep
+    request: Request,
+    grant: Authenticated,
+    group: WritableGroup,
+    groups: GroupServiceDep,
+    operations: OperationsServiceDep,
 ) -> Response:
-    update = decode(_RATES, await read_body(request))
-    response = json_response(await groups.put_rates(group, update))
-    # the scaling signal (and its gauge) follows the rates, after the answer is sent
-    response.background = BackgroundTask(operations.rates_stored, group)
+    tenants = grant.tenants(group)
+    response = json_response(await groups.put_rates(group, await read_body(request), tenants))
+    # the scaling signal (and its gauge) follows the rates, after the answer is sent, admitted as theirs
+    response.background = BackgroundTask(operations.rates_stored, group, tenants)
     return response
 
 

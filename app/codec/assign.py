@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
@@ -127,13 +127,18 @@ class OverloadedPartition(Struct, gc=False):
     consumer: str
 
 
-class AssignResponse(Struct):
+DeltaForm = Literal["sparse", "dense", "none"]
+"""How an answer gives the delta (`?delta=`): its non-zero rows and columns, the whole matrix, or not at all (the
+moves tell the same rebalance; a leader that needs only the assignment reads less)."""
+
+
+class AssignResponse(Struct, kw_only=True):
     algorithm: str
     capacity: float
     assignment: dict[str, list[PartitionRef]]
     consumers: list[ConsumerLoad]
     moves: list[Move]
-    delta: Delta
+    delta: Annotated[Delta, Meta(description="left out when asked for with ?delta=none")] | UnsetType = UNSET
     rscore: float
     consumer_count: int
     lower_bound: Annotated[
@@ -210,12 +215,11 @@ def previous_of(request: AssignRequest) -> dict[str, list[PartitionKey]] | None:
     return None if request.previous is None else {c: keys_of(held) for c, held in request.previous.items()}
 
 
-def answer_of(outcome: Outcome, dense: bool = False) -> AssignResponse:
-    """The answer. The delta is sparse (only rows and columns with a non-zero cell) unless `dense`, which
-    labels every row and column and adds `matrix`."""
+def answer_of(outcome: Outcome, delta: DeltaForm = "sparse") -> AssignResponse:
+    """The answer. The delta is sparse (only rows and columns with a non-zero cell); dense labels every row and
+    column and adds `matrix`; none leaves it out."""
     problem = outcome.problem
     keys, rates, capacity = problem.keys, problem.rates, problem.capacity
-    d = outcome.delta(full=dense)
     owner, loads, assignment = outcome.owner, outcome.loads, outcome.assignment
     consumers = [ConsumerLoad(c, loads[c], outcome.utilization(c), len(assignment[c])) for c in outcome.consumers]
     zones = outcome.zones
@@ -230,12 +234,7 @@ def answer_of(outcome: Outcome, dense: bool = False) -> AssignResponse:
         moves=[
             Move(keys[j][0], keys[j][1], was, owner[j], rates[j]) for j, was in zip(outcome.moved, outcome.moved_from)
         ],
-        delta=Delta(
-            rows=d.rows,
-            columns=partition_refs(d.columns),
-            cells=d.cells,  # type: ignore[arg-type]  # (row, column, ±1) tuples encode as arrays
-            matrix=d.dense() if dense else UNSET,
-        ),
+        delta=UNSET if delta == "none" else delta_of(outcome, delta == "dense"),
         rscore=outcome.rscore,
         consumer_count=outcome.consumer_count,
         lower_bound=problem.lower_bound,
@@ -246,6 +245,16 @@ def answer_of(outcome: Outcome, dense: bool = False) -> AssignResponse:
         recommended_consumers=outcome.recommended_consumers,
         outputs=wired(outcome.outputs),
         cross_zone_rate=UNSET if zones is None else zones.cross_zone_rate,
+    )
+
+
+def delta_of(outcome: Outcome, dense: bool) -> Delta:
+    d = outcome.delta(full=dense)
+    return Delta(
+        rows=d.rows,
+        columns=partition_refs(d.columns),
+        cells=d.cells,  # type: ignore[arg-type]  # (row, column, ±1) tuples encode as arrays
+        matrix=d.dense() if dense else UNSET,
     )
 
 

@@ -15,7 +15,7 @@ import hashlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 from pydantic import BaseModel
@@ -23,14 +23,15 @@ from pydantic import BaseModel
 from app.codec.assign import (
     AssignRequest,
     AssignResponse,
+    DeltaForm,
     Move,
     answer_of,
     capacity_of,
     previous_of,
     problem_of,
 )
-from app.codec.groups import HISTORY_MOVES
-from app.codec.wire import PartitionRate, check_unique_keys, convert, decode, encode, keys_of, wired
+from app.codec.groups import HISTORY_MOVES, RatesDocument
+from app.codec.wire import INLINE_BYTES, PartitionRate, decode, encode, keys_of, wired
 from app.core import native
 from app.core.algorithm import Algorithm, algorithms, get_algorithm
 from app.core.assign import Outcome, record, solve
@@ -44,10 +45,20 @@ if TYPE_CHECKING:
 
 StoredAssignment = dict[str, list[PartitionKey]]
 """A group's stored assignment: consumer → its partitions."""
-StoredRates = Mapping[str, Any]
-"""A group's stored rates, as PUT /v1/groups/{group}/rates stored them (`partitions`, `window_end`, ...)."""
 StoredRacks = dict[str, str]
 """The racks stored with a group's version: consumer → the rack it runs in."""
+_STORED_ASSIGNMENT = msgspec.json.Decoder(StoredAssignment)
+_STORED_RATES = msgspec.json.Decoder(RatesDocument)
+
+
+def stored_assignment(raw: bytes) -> StoredAssignment:
+    """A group's assignment as the store keeps it (JSON of consumer → [[topic, partition], ...])."""
+    return _STORED_ASSIGNMENT.decode(raw)
+
+
+def stored_rates(raw: bytes) -> RatesDocument:
+    """A group's latest rates as the store keeps them (PUT /v1/groups/{group}/rates checked them)."""
+    return _STORED_RATES.decode(raw)
 
 
 class Limits(msgspec.Struct, frozen=True, kw_only=True):
@@ -83,6 +94,10 @@ class Computed(msgspec.Struct, array_like=True):
 
     answer: bytes
     assignment: bytes
+    """the JSON of consumer → [[topic, partition], ...], as the store keeps it (the compiled way: b"" where nothing is
+    stored)"""
+    loads: bytes
+    """the JSON of consumer → load (the answer's `consumers[].load`), stored beside the assignment"""
     algorithm: str
     capacity: float
     rscore: float
@@ -107,7 +122,7 @@ class Computation(Protocol):
         """Whether it is small and cheap enough for the event loop (a worker round trip would cost more)."""
         ...
 
-    def offload(self) -> ReferenceComputation | None:
+    def offload(self) -> ReferenceComputation | DeferredComputation | None:
         """What a compute worker computes of it (sent as MessagePack), or None: computed on a thread of this
         process (the compiled core releases the GIL, and its arrays do not leave the process)."""
         ...
@@ -135,45 +150,90 @@ class AssignInput(Protocol):
 
     def completed(
         self,
-        previous: StoredAssignment | None,
+        previous: bytes | None,
         capacity: float | None,
-        rates: StoredRates | None,
+        rates: bytes | None,
         racks: StoredRacks | None = None,
     ) -> Computation:
-        """With what its group has stored (None: nothing, or no group): the previous assignment where the
-        request gives none, the capacity where it gives none, the rates document (PUT .../rates) where it
-        names no partitions, and the racks of the previous consumers where it gives none."""
+        """With what its group has stored (None: nothing, or no group), as stored (JSON): the previous assignment
+        where the request gives none, the capacity where it gives none, the rates document (PUT .../rates) where
+        it names no partitions, and the racks of the previous consumers where it gives none. What is larger than
+        INLINE_BYTES is decoded where it is computed."""
         ...
 
 
 _REQUEST = msgspec.json.Decoder(AssignRequest)
 
 
-def decode_assign(
-    body: bytes, limits: Limits, dense: bool = False, keyed: bool = False, unique_keys: bool = True
-) -> AssignInput:
-    """The request, read by the compiled core where it computes (`limits.native`), writes the answer (a sparse
-    delta, not `dense`) and no Idempotency-Key (`keyed`) needs the decoded request's fingerprint, and where it
-    takes the body and runs the algorithm; else msgspec decodes the whole body, and says what is wrong with it.
-    `unique_keys=False` leaves a body's duplicate-key check to its computation (as costly as the decoding)."""
-    if limits.native and not dense and not keyed:
-        split = native.parse_assign(body)
-        if split is not None:
-            rest, bulk = split
-            try:  # the compiled reader found no key twice in any object
-                request = _REQUEST.decode(rest)
-            except (msgspec.ValidationError, msgspec.DecodeError):
-                pass  # the whole body's decoding says what is wrong, as it would have said it
-            else:
-                algorithm = algorithms().get(request.algorithm)
-                if algorithm is not None and algorithm.compiled and request.assignment is None:
-                    return CompiledInput(request, bulk, body)
-    return ReferenceInput.of(decode(_REQUEST, body, unique_keys), dense, keyed, b"" if unique_keys else body)
+def decode_assign(body: bytes, limits: Limits, delta: DeltaForm = "sparse", keyed: bool = False) -> AssignInput:
+    """The request, read by the compiled core where it takes it (`compiled_input`); else msgspec decodes the whole
+    body, and says what is wrong with it."""
+    compiled = compiled_input(body, limits, delta, keyed)
+    if compiled is not None:
+        return compiled
+    return ReferenceInput.of(decode(_REQUEST, body), delta, keyed)
 
 
-def answer(body: bytes, limits: Limits, dense: bool = False) -> bytes:
+def compiled_input(
+    body: bytes, limits: Limits, delta: DeltaForm = "sparse", keyed: bool = False
+) -> CompiledInput | None:
+    """The request read by the compiled core (the GIL released), where it computes (`limits.native`), writes the
+    answer (a sparse delta or none, not a dense one) and no Idempotency-Key (`keyed`) needs the decoded request's
+    fingerprint, and where it takes the body and runs the algorithm; else None."""
+    if not limits.native or delta == "dense" or keyed:
+        return None
+    split = native.parse_assign(body)
+    if split is None:
+        return None
+    rest, bulk = split
+    try:  # the compiled reader found no key twice in any object
+        request = _REQUEST.decode(rest)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None  # the whole body's decoding says what is wrong, as it would have said it
+    algorithm = algorithms().get(request.algorithm)
+    if algorithm is None or not algorithm.compiled or request.assignment is not None:
+        return None
+    return CompiledInput(request, bulk, body, delta == "sparse")
+
+
+class EncodedInput(msgspec.Struct, frozen=True):
+    """A large body decoded by a compute worker (`encoded_input`): on the server only what it needs of the
+    request (its group, algorithm, dry_run and expected_version: `request` has no partitions, previous
+    assignment, members, parameters or given assignment), the rest as MessagePack, decoded where it is computed.
+    The server moves its bytes and never holds its partitions."""
+
+    request: AssignRequest
+    fingerprint: str
+    needs_rates: bool
+    encoded: bytes
+    """The ReferenceInput, as MessagePack."""
+
+    def completed(
+        self,
+        previous: bytes | None,
+        capacity: float | None,
+        rates: bytes | None,
+        racks: StoredRacks | None = None,
+    ) -> Computation:
+        return DeferredComputation(self.encoded, previous, capacity, rates, racks=racks)
+
+
+def encoded_input(body: bytes, delta: DeltaForm, keyed: bool) -> EncodedInput:
+    """The worker's side of EncodedInput: the body decoded (and checked) the reference's way."""
+    reference = ReferenceInput.of(decode(_REQUEST, body), delta, keyed)
+    request = reference.request
+    head = AssignRequest(
+        algorithm=request.algorithm,
+        group=request.group,
+        expected_version=request.expected_version,
+        dry_run=request.dry_run,
+    )
+    return EncodedInput(head, reference.fingerprint, reference.needs_rates, msgspec.msgpack.encode(reference))
+
+
+def answer(body: bytes, limits: Limits, delta: DeltaForm = "sparse") -> bytes:
     """What `groupfit assign` prints: the answer to a request that describes everything (nothing is stored)."""
-    decoded = decode_assign(body, limits, dense)
+    decoded = decode_assign(body, limits, delta)
     if decoded.needs_rates:
         raise AssignmentError(ErrorCode.INVALID_REQUEST, "give 'partitions': a list of {topic, partition, rate, lag}.")
     return decoded.completed(None, None, None).compute(limits).answer
@@ -188,24 +248,26 @@ class CompiledInput:
     body: bytes
     """As sent: read again the reference's way if the group's stored consumer ids are ones the compiled core
     cannot rank."""
+    delta: bool
+    """Whether the answer carries the (sparse) delta."""
     fingerprint = ""  # a request with an Idempotency-Key is read the reference's way
     needs_rates = False  # the compiled reader takes only a request that lists its partitions
 
     def completed(
         self,
-        previous: StoredAssignment | None,
+        previous: bytes | None,
         capacity: float | None,
-        rates: StoredRates | None,
+        rates: bytes | None,
         racks: StoredRacks | None = None,
     ) -> Computation:
         bulk = self.bulk
-        if (previous is not None and not bulk.has_previous and not bulk.set_previous(previous)) or not self._racks(
-            racks
-        ):
-            # no key is twice in the body: the compiled reader checked it
-            reference = ReferenceInput.of(decode(_REQUEST, self.body, unique_keys=False), False, False)
-            return reference.completed(previous, capacity, rates, racks)
-        return CompiledComputation(self.request, bulk, capacity_of(self.request, capacity))
+        if (
+            previous is not None and not bulk.has_previous and not bulk.set_previous(stored_assignment(previous))
+        ) or not self._racks(racks):
+            if len(self.body) > INLINE_BYTES:  # read again where it is computed
+                return DeferredComputation(b"", previous, capacity, rates, self.body, self.delta, racks)
+            return _read_again(self.body, self.delta).completed(previous, capacity, rates, racks)
+        return CompiledComputation(self.request, bulk, capacity_of(self.request, capacity), self.delta)
 
     def _racks(self, stored: StoredRacks | None) -> bool:
         """Without members, the previous consumers' racks onto the arrays: the request's `previous_racks`, else
@@ -219,11 +281,17 @@ class CompiledInput:
         return not stored or self.bulk.set_racks(stored, False)
 
 
+def _read_again(body: bytes, delta: bool) -> ReferenceInput:
+    """A body the compiled reader took (no key is twice in it: it checked), read the reference's way."""
+    return ReferenceInput.of(decode(_REQUEST, body, unique_keys=False), "sparse" if delta else "none", False)
+
+
 @dataclass(frozen=True)
 class CompiledComputation:
     request: AssignRequest
     bulk: Bulk
     capacity: float
+    delta: bool
 
     def inline(self, limits: Limits) -> bool:
         return self.bulk.work <= limits.inline_compiled  # well under a millisecond
@@ -245,9 +313,13 @@ class CompiledComputation:
         seconds = time.perf_counter() - started
         used, moves, moved_rate, top, overloaded, rscore = solution.summary(HISTORY_MOVES if stored else 0)
         racks, cross_zone_rate = solution.racks() or (b"", None)
+        assignment, loads = solution.stored() if stored else (b"", b"")
         return Computed(
-            solution.answer(algorithm.name, lower_bound, encode(wired(solution.outputs())), encode(request.group)),
-            solution.stored() if stored else b"",
+            solution.answer(
+                algorithm.name, lower_bound, encode(wired(solution.outputs())), encode(request.group), self.delta
+            ),
+            assignment,
+            loads,
             algorithm.name,
             float(self.capacity),
             rscore,
@@ -267,17 +339,15 @@ class ReferenceInput(msgspec.Struct, frozen=True):
     """Decoded by msgspec: every field in `request`."""
 
     request: AssignRequest
-    dense: bool
+    delta: DeltaForm
     fingerprint: str
-    unchecked: bytes
-    """The body as sent when its duplicate keys are yet to be checked (a large one: where it is computed)."""
 
     @classmethod
-    def of(cls, request: AssignRequest, dense: bool, keyed: bool, unchecked: bytes = b"") -> ReferenceInput:
+    def of(cls, request: AssignRequest, delta: DeltaForm, keyed: bool) -> ReferenceInput:
         fingerprint = ""  # only computed when the answer is stored with its key
         if keyed and request.group:
-            fingerprint = hashlib.sha256(encode(request) + (b"dense" if dense else b"sparse")).hexdigest()
-        return cls(request, dense, fingerprint, unchecked)
+            fingerprint = hashlib.sha256(encode(request) + delta.encode()).hexdigest()
+        return cls(request, delta, fingerprint)
 
     @property
     def needs_rates(self) -> bool:
@@ -285,29 +355,34 @@ class ReferenceInput(msgspec.Struct, frozen=True):
 
     def completed(
         self,
-        previous: StoredAssignment | None,
+        previous: bytes | None,
         capacity: float | None,
-        rates: StoredRates | None,
+        rates: bytes | None,
         racks: StoredRacks | None = None,
     ) -> Computation:
         request = self.request
         capacity = capacity_of(request, capacity)
-        partitions = request.partitions if request.partitions is not None else _stored_partitions(request, rates)
+        partitions: list[PartitionRate] = []
+        if request.partitions is not None:
+            partitions, rates = list(request.partitions), None
+        else:
+            rates = _stored_rates_of(request, rates)
+            if len(rates) <= INLINE_BYTES:
+                partitions, rates = stored_rates(rates).partitions, None
         given = previous_of(request)
+        if given is not None:
+            previous = None
+        elif previous is not None and len(previous) <= INLINE_BYTES:
+            given, previous = stored_assignment(previous), None
         # the partitions and previous assignment travel once, beside the request
         lean = msgspec.structs.replace(request, partitions=None, previous=None)
         return ReferenceComputation(
-            lean,
-            list(partitions),
-            given if given is not None else (previous or {}),
-            capacity,
-            self.dense,
-            self.unchecked,
-            racks or {},
+            lean, partitions, given or {}, capacity, self.delta, previous or b"", rates or b"", racks or {}
         )
 
 
-def _stored_partitions(request: AssignRequest, rates: StoredRates | None) -> list[PartitionRate]:
+def _stored_rates_of(request: AssignRequest, rates: bytes | None) -> bytes:
+    """The group's stored rates, for a request that names no partitions."""
     group = request.group
     if not group:
         raise AssignmentError(
@@ -319,22 +394,52 @@ def _stored_partitions(request: AssignRequest, rates: StoredRates | None) -> lis
             ErrorCode.NO_RATES,
             f"group {group!r} has no stored rates; send 'partitions' or PUT /v1/groups/{group}/rates first.",
         )
-    return convert(rates["partitions"], list[PartitionRate])
+    return rates
 
 
-class ReferenceComputation(msgspec.Struct, array_like=True):
+class DeferredComputation(msgspec.Struct, array_like=True, tag=True):
+    """A large request completed with its group's stored state, as stored, all of it decoded in the worker: an
+    EncodedInput (`encoded`), or a body the compiled reader took but whose group's stored consumer ids it cannot
+    rank (`body`, read again the reference's way)."""
+
+    encoded: bytes
+    previous: bytes | None
+    capacity: float | None
+    rates: bytes | None
+    body: bytes = b""
+    delta: bool = True
+    """(with `body`) whether the answer carries the sparse delta"""
+    racks: StoredRacks | None = None
+
+    def inline(self, limits: Limits) -> bool:
+        return False
+
+    def offload(self) -> DeferredComputation:
+        return self
+
+    def compute(self, limits: Limits) -> Computed:
+        reference = _REFERENCE_INPUT.decode(self.encoded) if self.encoded else _read_again(self.body, self.delta)
+        return reference.completed(self.previous, self.capacity, self.rates, self.racks).compute(limits)
+
+
+class ReferenceComputation(msgspec.Struct, array_like=True, tag=True):
     """Everything the reference's computation needs: what a compute worker is sent, as MessagePack."""
 
     request: AssignRequest
     partitions: list[PartitionRate]
     previous: dict[str, list[tuple[str, int]]]
     capacity: float
-    dense: bool = False
-    unchecked: bytes = b""
+    delta: DeltaForm = "sparse"
+    stored_previous: bytes = b""
+    """The group's stored assignment, as stored, where it is larger than INLINE_BYTES: decoded by compute()."""
+    stored_rates: bytes = b""
+    """The group's stored rates, as stored, where they are larger than INLINE_BYTES: decoded by compute()."""
     stored_racks: StoredRacks = msgspec.field(default_factory=dict)
     """The racks stored with the group's version (the request's previous_racks, if any, come first)."""
 
     def inline(self, limits: Limits) -> bool:
+        if self.stored_previous or self.stored_rates:
+            return False
         size = len(self.partitions) + len(self.request.members or ()) + sum(map(len, self.previous.values()))
         cheap = self.request.assignment is not None or get_algorithm(self.request.algorithm).cheap  # given: O(n)
         return cheap and size <= limits.inline_partitions
@@ -343,10 +448,10 @@ class ReferenceComputation(msgspec.Struct, array_like=True):
         return self
 
     def compute(self, limits: Limits) -> Computed:
-        if self.unchecked:
-            check_unique_keys(self.unchecked)
+        partitions = stored_rates(self.stored_rates).partitions if self.stored_rates else self.partitions
+        previous = stored_assignment(self.stored_previous) if self.stored_previous else self.previous
         outcome, answer, seconds = reference_answer(
-            self.request, self.partitions, self.previous, self.capacity, self.dense, limits, self.stored_racks
+            self.request, partitions, previous, self.capacity, self.delta, limits, self.stored_racks
         )
         answer.group = self.request.group
         keys = outcome.problem.keys
@@ -354,6 +459,7 @@ class ReferenceComputation(msgspec.Struct, array_like=True):
         return Computed(
             encode(answer),
             encode({c: [keys[j] for j in held] for c, held in outcome.assignment.items()}),
+            encode({c: outcome.loads[c] for c in outcome.assignment}),
             outcome.algorithm,
             outcome.problem.capacity,
             outcome.rscore,
@@ -374,7 +480,7 @@ def reference_answer(
     partitions: Sequence[PartitionRate],
     previous: Mapping[str, Sequence[PartitionKey]],
     capacity: float,
-    dense: bool,
+    delta: DeltaForm,
     limits: Limits,
     stored_racks: StoredRacks | None = None,
 ) -> tuple[Outcome, AssignResponse, float]:
@@ -388,13 +494,13 @@ def reference_answer(
     else:
         outcome = solve(problem, algorithm, params, limits.native)
     seconds = time.perf_counter() - started
-    if dense and outcome.dense_delta_size() > limits.max_dense_cells:
+    if delta == "dense" and outcome.dense_delta_size() > limits.max_dense_cells:
         raise AssignmentError(
             ErrorCode.DELTA_TOO_LARGE,
             f"the dense delta would have {outcome.dense_delta_size()} cells (limit {limits.max_dense_cells}); "
             "use the sparse delta (the default).",
         )
-    return outcome, answer_of(outcome, dense), seconds
+    return outcome, answer_of(outcome, delta), seconds
 
 
 def algorithm_of(request: AssignRequest, partitions: int, limits: Limits) -> tuple[Algorithm, BaseModel | None]:
@@ -416,10 +522,13 @@ def algorithm_of(request: AssignRequest, partitions: int, limits: Limits) -> tup
     return algorithm, params
 
 
+_REFERENCE_INPUT = msgspec.msgpack.Decoder(ReferenceInput)
+
+
 class AssignJob(msgspec.Struct, array_like=True):
     """A computation sent to a compute worker."""
 
-    computation: ReferenceComputation
+    computation: ReferenceComputation | DeferredComputation
     limits: Limits
 
     def run(self) -> Computed:

@@ -62,6 +62,13 @@ class GroupState(Struct):
         dict[str, str] | UnsetType,
         Meta(description="the rack each consumer runs in, as the last zone-aware version named them"),
     ] = UNSET
+    loads: Annotated[
+        dict[str, float] | UnsetType,
+        Meta(
+            description="each consumer's load as this version's answer gave it (`consumers[].load`: the rates of "
+            "that request); absent for a version stored before loads were kept"
+        ),
+    ] = UNSET
 
 
 class HistoryEntry(Struct):
@@ -92,6 +99,14 @@ class RatesUpdate(Struct, forbid_unknown_fields=True):
 
 class StoredRates(Struct):
     group: str
+    partitions: list[PartitionRate]
+    window_end: str
+    updated_at: str
+
+
+class RatesDocument(Struct):
+    """The latest rates as the store keeps them: StoredRates without its group."""
+
     partitions: list[PartitionRate]
     window_end: str
     updated_at: str

@@ -3,6 +3,7 @@ scaling decision with what its caller may set."""
 
 from __future__ import annotations
 
+from itertools import starmap
 from typing import Annotated, Any
 
 import msgspec
@@ -29,7 +30,11 @@ class GroupSummary(Struct):
 
 class GroupList(Struct):
     groups: list[GroupSummary]
-    truncated: Annotated[bool, Meta(description="more groups matched than `limit`")]
+    truncated: Annotated[bool, Meta(description="more groups may follow: ask for them with `after` = `next`")]
+    next: Annotated[
+        str | None,
+        Meta(description="the cursor of the next page (the last group name this page looked at); null: no more"),
+    ] = None
 
 
 class ReplayRun(Struct):
@@ -61,6 +66,32 @@ class RatesWindow(Struct):
 class RatesHistory(Struct):
     group: str
     windows: list[RatesWindow]
+
+
+class StoredWindow(Struct):
+    """A window of the rates history as the store keeps it: partitions as [topic, partition, rate, lag]."""
+
+    window_end: str
+    updated_at: str
+    partitions: list[tuple[str, int, float, float | None]]
+
+
+_STORED_WINDOW = msgspec.json.Decoder(StoredWindow)
+
+
+def stored_windows(windows: list[bytes]) -> list[StoredWindow]:
+    return [_STORED_WINDOW.decode(window) for window in windows]
+
+
+def rates_history(group: str, windows: list[bytes]) -> RatesHistory:
+    """The answer of GET …/rates/history from the windows as stored, oldest first."""
+    return RatesHistory(
+        group,
+        [
+            RatesWindow(w.window_end, w.updated_at, list(starmap(PartitionRate, w.partitions)))
+            for w in stored_windows(windows)
+        ],
+    )
 
 
 class ScaleSignal(Struct):

@@ -15,6 +15,10 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 from app.core.errors import AssignmentError, ErrorCode, GroupfitError
 from app.core.model import MAX_PARTITION_RACKS, MAX_RACK_LENGTH, PartitionKey
 
+INLINE_BYTES = 64 * 1024
+"""JSON up to this size is decoded on the event loop (well under a millisecond); larger bodies and stored values
+are decoded where they are computed, in a compute worker, so the server only moves their bytes."""
+
 GROUP_PATTERN = r"^[!-.0-~]{1,255}$"
 GroupName = Annotated[str, Meta(pattern=GROUP_PATTERN, description="consumer group id (no spaces or '/')")]
 ConsumerId = Annotated[str, Meta(min_length=1, max_length=255)]

@@ -32,6 +32,7 @@ class ErrorCode(StrEnum):
     TOO_MANY_PARTITIONS = "too_many_partitions"
     TOO_LARGE_FOR_EXACT = "too_large_for_exact"
     TOO_MANY_CONSUMERS = "too_many_consumers"
+    COMPUTE_FAILED = "compute_failed"
     # replica placement (POST /v1/placements)
     INVALID_BROKER = "invalid_broker"
     INVALID_REPLICAS = "invalid_replicas"

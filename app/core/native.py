@@ -21,7 +21,7 @@ from app.core.extension import ALGORITHMS, AVAILABLE, module
 from app.core.model import Problem, check_capacity, check_scale
 
 if TYPE_CHECKING:
-    from groupfit_native import Bulk
+    from groupfit_native import Bulk, Replayed, Stream
 
 CHOICES = ("auto", "native", "python")
 
@@ -102,12 +102,49 @@ def solve_bulk(bulk: Bulk, name: str, capacity: float, params: BaseModel | None,
     the same order, with the same errors."""
     check_capacity(capacity)
     planning = params if isinstance(params, LeastLoadedParams) else None
-    total_rate, lag_sum, planned_sum = bulk.totals(
-        planning.rebalance_s if planning else 0.0, planning.plan_rebalance_lag if planning else False
-    )
-    lower_bound = check_scale(total_rate, capacity, bulk.member_count, max_consumers)
-    if planning is not None:
-        check_totals(capacity, total_rate, lag_sum, planned_sum, planning, max_consumers)
-        check_scales(capacity, bulk.member_capacities)
+    totals = bulk.totals(planning.rebalance_s if planning else 0.0, planning.plan_rebalance_lag if planning else False)
+    lower_bound = _check_totals(totals, capacity, planning, bulk.member_count, bulk.member_capacities, max_consumers)
     solution = bulk.solve(name, float(capacity), complete(name, params))
     return solution, lower_bound
+
+
+def _check_totals(
+    totals: tuple[float, float, float],
+    capacity: float,
+    planning: LeastLoadedParams | None,
+    member_count: int | None,
+    member_capacities: dict[str, float],
+    max_consumers: int,
+) -> int:
+    """The checks of `build_problem` and the algorithm on one request's totals (Σ rate, Σ lag, Σ planned lag);
+    ⌈Σ rate / C⌉."""
+    total_rate, lag_sum, planned_sum = totals
+    lower_bound = check_scale(total_rate, capacity, member_count, max_consumers)
+    if planning is not None:
+        check_totals(capacity, total_rate, lag_sum, planned_sum, planning, max_consumers)
+        check_scales(capacity, member_capacities)
+    return lower_bound
+
+
+def stream(measurements: list[Any]) -> Stream | None:
+    """A stream of measurements (topic → {partition: rate}) on the compiled core's arrays, or None where the
+    reference must replay it (the compiled core is not installed, or the reference would refuse the stream and
+    says why)."""
+    return None if module is None else module.Stream.of_measurements(measurements)
+
+
+def replay(
+    measurements: Stream, name: str, capacity: float, params: BaseModel | None, max_consumers: int, owners: bool
+) -> Replayed | None:
+    """The stream replayed through `name` by the compiled core, each measurement from the algorithm's own previous
+    assignment (`app.sim.replay`), after the checks the reference makes at each measurement, in order (the first
+    failing one raises the reference's error); None where the compiled core does not run `name`."""
+    if module is None or name not in ALGORITHMS:
+        return None
+    check_capacity(capacity)
+    planning = params if isinstance(params, LeastLoadedParams) else None
+    for totals in measurements.totals(
+        planning.rebalance_s if planning else 0.0, planning.plan_rebalance_lag if planning else False
+    ):
+        _check_totals(totals, capacity, planning, None, {}, max_consumers)
+    return measurements.replay(name, float(capacity), complete(name, params), owners)

@@ -35,9 +35,6 @@ def broker_properties(service_url: str, settings: Settings) -> dict[str, object]
         "groupfit.capacity": settings.capacity(KIP848_ALGORITHM),
         "groupfit.algorithm": KIP848_ALGORITHM,
         "group.consumer.assignor.offload.enable": "false",
-        # The assignor's bound on the service's answer (20 ms by default, held on the coordinator's thread): on two
-        # shared cores the answer takes longer, and a fallback answer is not stored in groupfit for the decision.
-        "groupfit.assign.timeout.ms": 2000,
         "group.consumer.min.heartbeat.interval.ms": 500,
         "group.consumer.heartbeat.interval.ms": settings.heartbeat_ms,
         "group.consumer.min.session.timeout.ms": 6000,

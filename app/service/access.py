@@ -1,5 +1,6 @@
-"""Who may do what: the configured bearer tokens, each with its grant (read, write, which groups). Tokens are
-compared in constant time and never echoed; with no token configured every caller may do everything."""
+"""Who may do what: the configured bearer tokens, each with its grant (read, write, which groups), and who the
+caller is for fair shares of the compute pool (the tenant). Tokens are compared in constant time and never
+echoed; with no token configured every caller may do everything, and is told apart by its address."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from app.settings import TokenGrant
 
 @dataclass(frozen=True)
 class Grant:
-    """What the caller may do."""
+    """What the caller may do, and who it is (`tenant`: a token's name, or the address of a caller without one)."""
 
     write: bool
     groups: frozenset[str] | None  # None: every group
+    tenant: str = "anonymous"
 
     def check(self, group: str | None, write: bool) -> None:
         if write and not self.write:
@@ -23,8 +25,17 @@ class Grant:
         if group is not None and self.groups is not None and group not in self.groups:
             raise AccessDenied(ErrorCode.FORBIDDEN, "this token is not allowed for this group.")
 
+    def check_all_groups(self, what: str) -> None:
+        """For what concerns every group at once (the metrics, a cluster's replica placement)."""
+        if self.groups is not None:
+            raise AccessDenied(
+                ErrorCode.FORBIDDEN,
+                f"this token is limited to some groups; {what} needs a token without 'groups' (every group).",
+            )
 
-OPEN = Grant(write=True, groups=None)
+    def tenants(self, group: str | None = None) -> tuple[str, ...]:
+        """Whose share of the compute pool a request counts against: its token, and its group if it names one."""
+        return (self.tenant, f"group {group!r}") if group else (self.tenant,)
 
 
 class Authorizer:
@@ -32,15 +43,19 @@ class Authorizer:
         self.grants = [
             (
                 grant.token.get_secret_value().encode(),
-                Grant(grant.write, frozenset(grant.groups) if grant.groups is not None else None),
+                Grant(
+                    grant.write,
+                    frozenset(grant.groups) if grant.groups is not None else None,
+                    f"token {grant.name!r}" if grant.name else f"token #{number}",
+                ),
             )
-            for grant in grants
+            for number, grant in enumerate(grants, 1)
         ]
 
-    def authenticate(self, authorization: str) -> Grant:
-        """The grant of an `Authorization` header's value."""
+    def authenticate(self, authorization: str, address: str = "") -> Grant:
+        """The grant of an `Authorization` header's value (`address`: the caller's, its tenant without tokens)."""
         if not self.grants:
-            return OPEN
+            return Grant(write=True, groups=None, tenant=f"client {address or 'unknown'}")
         scheme, _, token = authorization.partition(" ")
         if scheme.lower() == "bearer" and token:
             presented = token.strip().encode()

@@ -3,22 +3,34 @@ next version by compare-and-set, with its history entry and idempotency record."
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
 from typing import Protocol
 
 import msgspec
 
-from app.codec.assign import with_version
-from app.codec.assign_input import AssignInput, AssignJob, Computation, Computed, Limits
+from app.codec.assign import DeltaForm, with_version
+from app.codec.assign_input import (
+    AssignInput,
+    AssignJob,
+    Computation,
+    Computed,
+    EncodedInput,
+    Limits,
+    compiled_input,
+    decode_assign,
+    encoded_input,
+)
+from app.codec.wire import INLINE_BYTES
 from app.core.algorithm import get_algorithm
 from app.core.errors import AssignmentError, ErrorCode
 from app.service.clock import now
-from app.service.compute import ComputePool
+from app.service.compute import ComputePool, Gone, joined
 from app.settings import Settings
 from app.store.groups import GroupStore, Replay, StoredGroup
 
-Gone = Callable[[], Awaitable[object]]
-"""Returns when the client has gone away (its computation is then stopped)."""
+READ_INLINE_BYTES = 1024 * 1024
+"""Bodies up to this size are read on the event loop by the compiled reader (~2 ms at most); larger ones on a
+thread."""
 
 
 class Observer(Protocol):
@@ -40,9 +52,16 @@ class AssignService:
         self.pool = pool
         self.observer = observer
 
-    async def assign(self, decoded: AssignInput, idempotency_key: str | None = None, gone: Gone | None = None) -> bytes:
+    async def assign(
+        self,
+        decoded: AssignInput,
+        idempotency_key: str | None = None,
+        gone: Gone | None = None,
+        tenants: tuple[str, ...] = (),
+    ) -> bytes:
         """The answer as JSON: computed, and stored as the group's next version when a group is named (not on
-        a dry run). A retry with the same Idempotency-Key and request gets the first answer again."""
+        a dry run). A retry with the same Idempotency-Key and request gets the first answer again. The group's
+        stored assignment and rates are read as stored (bytes) and decoded where the request is computed."""
         request, store = decoded.request, self.store
         group = request.group
         get_algorithm(request.algorithm)  # an unknown name fails here, before any wait for a worker
@@ -51,14 +70,14 @@ class AssignService:
             if replay is not None:
                 return _replayed(replay, decoded.fingerprint)
         stored = await store.get(group) if group else None
-        rates = await store.get_rates(group) if group and decoded.needs_rates else None
+        rates = await store.get_rates_json(group) if group and decoded.needs_rates else None
         computation = decoded.completed(
-            stored.assignment if stored else None,
+            stored.assignment_json if stored else None,
             stored.capacity if stored else None,
             rates,
             stored.racks if stored else None,
         )
-        computed = await self.compute(computation, gone)
+        computed = await self.compute(computation, gone, tenants)
         if self.observer is not None:
             self.observer.computed(computed.algorithm, computed.seconds)
         if not group or request.dry_run:
@@ -67,16 +86,35 @@ class AssignService:
             return computed.answer
         return await self._store_version(decoded, group, stored, computed, idempotency_key)
 
-    async def compute(self, computation: Computation, gone: Gone | None = None) -> Computed:
-        """On the event loop when it is small and cheap, else off it: in a compute worker, or on one of the
-        pool's threads when it runs in this process (the compiled core, the GIL released)."""
+    async def decode(self, body: bytes, delta: DeltaForm, keyed: bool, tenants: tuple[str, ...] = ()) -> AssignInput:
+        """A small body is read here (a thread hop costs more than reading it); a larger one by the compiled reader
+        on a thread (it releases the GIL, so the event loop goes on meanwhile) where it takes it, else by a
+        compute worker (admitted: msgspec holds the GIL as long as it decodes), so the server holds none of it."""
+        if len(body) <= INLINE_BYTES:
+            return decode_assign(body, self.limits, delta, keyed)
+        compiled = (
+            compiled_input(body, self.limits, delta, keyed)
+            if len(body) <= READ_INLINE_BYTES
+            else await asyncio.to_thread(compiled_input, body, self.limits, delta, keyed)
+        )
+        if compiled is not None:
+            return compiled
+        async with self.pool.admit(tenants) as ticket:
+            return _ENCODED.decode(await self.pool.run(decode_job, DecodeJob(body, delta, keyed), None, ticket))
+
+    async def compute(
+        self, computation: Computation, gone: Gone | None = None, tenants: tuple[str, ...] = ()
+    ) -> Computed:
+        """On the event loop when it is small and cheap, else off it, admitted for `tenants`: in a compute worker,
+        or on one of the pool's threads when it runs in this process (the compiled core, the GIL released)."""
         if computation.inline(self.limits):
             return computation.compute(self.limits)
-        offloaded = computation.offload()
-        if offloaded is None:
-            return await self.pool.run_in_thread(computation.compute, self.limits)
-        job = msgspec.msgpack.encode(AssignJob(offloaded, self.limits))
-        return _COMPUTED.decode(await self.pool.run(assign_job, job, gone))
+        async with self.pool.admit(tenants) as ticket:
+            offloaded = computation.offload()
+            if offloaded is None:
+                return await self.pool.run_in_thread(computation.compute, self.limits, ticket=ticket)
+            job = AssignJob(offloaded, self.limits)
+            return _COMPUTED.decode(await self.pool.run(assign_job, job, gone, ticket))
 
     async def _store_version(
         self,
@@ -112,6 +150,8 @@ class AssignService:
             entry,
             Replay(idempotency_key, fingerprint, computed.answer) if idempotency_key else None,
             computed.racks,
+            new=stored is None,
+            loads=computed.loads,
         )
         if write.replay is not None:  # a concurrent request with the same Idempotency-Key was stored first
             return _replayed(write.replay, fingerprint)
@@ -137,10 +177,28 @@ def _replayed(replay: Replay, fingerprint: str) -> bytes:
     return with_version(replay.answer, replay.version)
 
 
+class DecodeJob(msgspec.Struct, array_like=True):
+    """A large body for a compute worker to decode the reference's way."""
+
+    body: bytes
+    delta: DeltaForm
+    keyed: bool
+
+
+_DECODE_JOB = msgspec.msgpack.Decoder(DecodeJob)
+_ENCODED = msgspec.msgpack.Decoder(EncodedInput)
+
+
+def decode_job(payload: bytes, *blobs: bytes) -> bytes:
+    """The compute worker's entry: a DecodeJob → the encoded EncodedInput."""
+    job = joined(_DECODE_JOB, payload, blobs)
+    return msgspec.msgpack.encode(encoded_input(job.body, job.delta, job.keyed))
+
+
 _JOB = msgspec.msgpack.Decoder(AssignJob)
 _COMPUTED = msgspec.msgpack.Decoder(Computed)
 
 
-def assign_job(payload: bytes) -> bytes:
-    """The compute worker's entry: an encoded AssignJob → an encoded Computed."""
-    return msgspec.msgpack.encode(_JOB.decode(payload).run())
+def assign_job(payload: bytes, *blobs: bytes) -> bytes:
+    """The compute worker's entry: an AssignJob → an encoded Computed."""
+    return msgspec.msgpack.encode(joined(_JOB, payload, blobs).run())

@@ -1,11 +1,11 @@
 """POST /v1/evaluate as a use case: the body goes as it came to a compute worker (app/service/compute.py),
 which decodes it, checks it against the service's limits and replays it, within the pool's deadline: an
-evaluation costs the event loop nothing but the bytes."""
+evaluation costs the event loop nothing but the bytes. It is admitted (a place in the pool, its tenant's share)
+before its body is read."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
 
 import msgspec
 
@@ -13,7 +13,7 @@ from app.codec.evaluate import EvaluateRequest
 from app.codec.wire import decode, encode
 from app.core.errors import AssignmentError, ErrorCode
 from app.core.model import consumers_implied
-from app.service.compute import ComputePool
+from app.service.compute import ComputePool, Gone, ReadBody, joined
 from app.settings import Settings
 from app.sim.evaluate import check_names, evaluate_request
 from app.sim.kafka import KD
@@ -79,18 +79,19 @@ class EvaluateService:
         self.limits = EvaluateLimits.of(settings)
         self.pool = pool
 
-    async def evaluate(self, body: bytes, gone: Callable[[], Awaitable[object]] | None = None) -> bytes:
-        """The JSON answer to a POST /v1/evaluate body."""
-        return await self.pool.run(evaluate_job, msgspec.msgpack.encode(EvaluateJob(body, self.limits)), gone)
+    async def evaluate(self, read: ReadBody, tenants: tuple[str, ...], gone: Gone | None = None) -> bytes:
+        """The JSON answer to a POST /v1/evaluate body: admitted before the body is read."""
+        async with self.pool.admit(tenants) as ticket:
+            return await self.pool.run(evaluate_job, EvaluateJob(await read(), self.limits), gone, ticket)
 
 
 _JOB = msgspec.msgpack.Decoder(EvaluateJob)
 _REQUEST = msgspec.json.Decoder(EvaluateRequest)
 
 
-def evaluate_job(payload: bytes) -> bytes:
-    """The compute worker's entry: an encoded EvaluateJob → the answer's JSON."""
-    job = _JOB.decode(payload)
+def evaluate_job(payload: bytes, *blobs: bytes) -> bytes:
+    """The compute worker's entry: an EvaluateJob → the answer's JSON."""
+    job = joined(_JOB, payload, blobs)
     request = decode(_REQUEST, job.body)
     check(request, job.limits)
     return encode(evaluate_request(request))

@@ -17,15 +17,15 @@ from app.core.assign import solve
 from app.core.errors import AssignmentError
 from app.core.model import build_problem
 from app.sim.kafka import is_kafka_default, replay_kafka_default
-from app.sim.latency import PERCENTILES, LatencyModel, Segments, segments
-from app.sim.replay import Run, cbs, replay
+from app.sim.latency import PERCENTILES, LatencyModel, Segments
+from app.sim.replay import Prepared, Run, cbs, replay
 from app.sim.stream import Measurement, flatten
 
 REPACK_WEIGHTED = re.compile(r"repack@(\d+(?:\.\d+)?)")
 """repack@<W>: repack with consumer_weight W, to place it on the consumers/Rscore frontier."""
 
 
-def run_named(stream: Sequence[Measurement], capacity: float, name: str, keep: bool = False) -> Run:
+def run_named(stream: Sequence[Measurement] | Prepared, capacity: float, name: str, keep: bool = False) -> Run:
     if is_kafka_default(name):
         return replay_kafka_default(stream, capacity, name, keep)
     weighted = REPACK_WEIGHTED.fullmatch(name)
@@ -81,7 +81,7 @@ Progress = Callable[[str], None]
 
 
 def replay_named(
-    stream: Sequence[Measurement],
+    stream: Sequence[Measurement] | Prepared,
     capacity: float,
     names: Sequence[str],
     keep: bool = False,
@@ -89,9 +89,10 @@ def replay_named(
 ) -> list[Run]:
     """One run per distinct name, in order; unknown names fail before any work."""
     check_names(names)
+    prepared = stream if isinstance(stream, Prepared) else Prepared(stream)
     runs = []
     for name in dict.fromkeys(names):
-        runs.append(run_named(stream, capacity, name, keep))
+        runs.append(run_named(prepared, capacity, name, keep))
         if progress is not None:
             progress(name)
     return runs
@@ -136,7 +137,7 @@ def evaluate(
     best = optimum(stream, capacity, optimum_time_limit_ms) if optimum_time_limit_ms is not None else None
     if best is not None and progress is not None:
         progress("exact optimum")
-    segs = {run.algorithm: segments(run.outcomes, latency) for run in runs} if latency is not None else None
+    segs = {run.algorithm: run.latency(latency) for run in runs} if latency is not None else None
     return {"results": results_of(runs, segs, best), **({"optimum": best} if best is not None else {})}
 
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from app.core.algorithm import Algorithm, Packing
 from app.core.model import PartitionKey, Problem
-from app.sim.replay import Run, replay_with
+from app.sim.replay import Prepared, Run, replay_with
 from app.sim.stream import Measurement
 
 KD = re.compile(r"^kd_([1-9][0-9]{0,5})$")  # N from 1 to 999 999
@@ -41,7 +41,9 @@ def kafka_default(consumers: int) -> Algorithm:
     return Algorithm(f"kd_{consumers}", f"Kafka's equal-count assignment over {consumers} consumers", pack)
 
 
-def replay_kafka_default(stream: Sequence[Measurement], capacity: float, name: str, keep: bool = False) -> Run:
+def replay_kafka_default(
+    stream: Sequence[Measurement] | Prepared, capacity: float, name: str, keep: bool = False
+) -> Run:
     match = KD.match(name)
     if match is None:
         raise ValueError(f"{name!r} is not kd_<N> with 1 ≤ N < 10^6")

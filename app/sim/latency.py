@@ -116,34 +116,80 @@ class Segments:
         return figures
 
 
-def segments(outcomes: Sequence[Outcome], model: LatencyModel = LatencyModel()) -> Segments:
-    """The latency segments of a replay (each outcome holds its problem, hence the previous assignment)."""
+@dataclass(frozen=True)
+class Owners:
+    """What the model reads of a replay: each measurement's partitions, measurement after measurement and each
+    in its listing order, with its rate, its consumer and its previous consumer (numbers of `consumers`; -1 for
+    a new partition)."""
+
+    counts: np.ndarray  # partitions per measurement
+    rates: np.ndarray
+    owner: np.ndarray
+    previous: np.ndarray
+    consumers: list[str]
+
+    @classmethod
+    def of_names(
+        cls, counts: Sequence[int], rates: Sequence[float], owner: Sequence[str], previous: Sequence[str | None]
+    ) -> Owners:
+        """From consumer ids (None: a new partition), numbered in the order they appear."""
+        numbers: dict[str, int] = {}
+        owned = [numbers.setdefault(c, len(numbers)) for c in owner]
+        held = [-1 if c is None else numbers.setdefault(c, len(numbers)) for c in previous]
+        return cls(
+            np.array(counts, dtype=np.int64),
+            np.array(rates, dtype=float),
+            np.array(owned, dtype=np.int64),
+            np.array(held, dtype=np.int64),
+            list(numbers),
+        )
+
+    @classmethod
+    def of_outcomes(cls, outcomes: Sequence[Outcome]) -> Owners:
+        """From outcomes, each of one measurement (its problem holds the rates and the previous assignment)."""
+        return cls.of_names(
+            [outcome.problem.size for outcome in outcomes],
+            [rate for outcome in outcomes for rate in outcome.problem.rates],
+            [c for outcome in outcomes for c in outcome.owner],
+            [c for outcome in outcomes for c in outcome.problem.previous_owner],
+        )
+
+
+def segments(replayed: Owners | Sequence[Outcome], model: LatencyModel = LatencyModel()) -> Segments:
+    """The latency segments of a replay (its owners, or its outcomes), in one order whatever the consumers'
+    numbers: (slope, start, length) ascending."""
+    owners = replayed if isinstance(replayed, Owners) else Owners.of_outcomes(replayed)
     c_bar, period, t_r = model.consumer_throughput, model.iteration_s, model.rebalance_s
-    slopes: list[float] = []
-    starts: list[float] = []
-    lengths: list[float] = []
-    backlog: dict[str, float] = {}  # b_F: latency of the fixed queue's last byte, per consumer
-    for outcome in outcomes[1:]:  # from the second iteration (module docstring)
-        problem = outcome.problem
-        rates, previous_owner = problem.rates, problem.previous_owner
-        carried: dict[str, float] = {}
-        for consumer, held in outcome.assignment.items():
-            w_fixed = sum(rates[j] for j in held if previous_owner[j] == consumer)  # Eq. 17-18
-            w_moved = sum(rates[j] for j in held if previous_owner[j] != consumer)  # Eq. 16, 24
-            r_fixed = c_bar if w_moved == 0 else min(c_bar, w_fixed)
-            r_moved = c_bar - r_fixed
-            b = backlog.get(consumer, 0.0)
-            if w_fixed > 0:
-                m = 1 / r_fixed - 1 / w_fixed  # Eq. 19; r_fixed > 0 as w_fixed > 0
-                n = period * w_fixed  # Eq. 21
-                slopes.append(m)
-                starts.append(b)
-                lengths.append(n)
-                carried[consumer] = max(m * n + b, 0.0)  # Eq. 20 for the next iteration
-            if w_moved > 0:
-                m = 1 / r_moved - 1 / w_moved if r_moved > 0 else math.inf  # Eq. 25; inf: starved
-                slopes.append(m)
-                starts.append(t_r)
-                lengths.append(period * w_moved)  # Eq. 26
+    slopes: list[np.ndarray] = []
+    starts: list[np.ndarray] = []
+    lengths: list[np.ndarray] = []
+    size = len(owners.consumers)
+    backlog = np.zeros(size)  # b_F: latency of the fixed queue's last byte, per consumer
+    ends = np.cumsum(owners.counts)
+    for k in range(1, len(ends)):  # from the second iteration (module docstring)
+        window = slice(ends[k - 1], ends[k])
+        owner, rates = owners.owner[window], owners.rates[window]
+        kept = owner == owners.previous[window]
+        w_fixed = np.bincount(owner[kept], rates[kept], size)  # Eq. 17-18
+        w_moved = np.bincount(owner[~kept], rates[~kept], size)  # Eq. 16, 24
+        r_fixed = np.where(w_moved == 0, c_bar, np.minimum(c_bar, w_fixed))
+        r_moved = c_bar - r_fixed
+        fixed, moved = w_fixed > 0, w_moved > 0
+        with np.errstate(divide="ignore"):
+            m = 1 / r_fixed[fixed] - 1 / w_fixed[fixed]  # Eq. 19; r_fixed > 0 as w_fixed > 0
+            n = period * w_fixed[fixed]  # Eq. 21
+            slopes.append(m)
+            starts.append(backlog[fixed])
+            lengths.append(n)
+            carried = np.zeros(size)
+            carried[fixed] = np.maximum(m * n + backlog[fixed], 0.0)  # Eq. 20 for the next iteration
+            starved = r_moved[moved] <= 0
+            slopes.append(np.where(starved, math.inf, 1 / r_moved[moved] - 1 / w_moved[moved]))  # Eq. 25; inf: starved
+        starts.append(np.full(int(moved.sum()), t_r))
+        lengths.append(period * w_moved[moved])  # Eq. 26
         backlog = carried
-    return Segments(np.array(slopes, dtype=float), np.array(starts, dtype=float), np.array(lengths, dtype=float))
+    if not slopes:
+        return Segments(np.array([]), np.array([]), np.array([]))
+    slope, start, length = np.concatenate(slopes), np.concatenate(starts), np.concatenate(lengths)
+    order = np.lexsort((length, start, slope))
+    return Segments(slope[order], start[order], length[order])

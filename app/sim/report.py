@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from app.sim.evaluate import evaluate, finite_or_null, optimum, replay_named, results_of
-from app.sim.latency import LatencyModel, Segments, segments
-from app.sim.replay import Run
+from app.sim.latency import LatencyModel, Segments
+from app.sim.replay import Prepared, Run
 from app.sim.stream import DELTAS, Measurement, generate_stream
 
 NEGLIGIBLE_S = 0.5  # a kd_N tail at or below this counts as "latency falls to ~0" (§VI-C)
@@ -355,11 +355,12 @@ def stream_report(
     )
     runs: dict[str, Run] = {}
     latency: dict[str, Segments] = {}
+    prepared = Prepared(stream)  # read into the compiled core's arrays once for every algorithm
 
     def add(name: str) -> None:
-        (run,) = replay_named(stream, capacity, [name], keep=True)
-        runs[name], latency[name] = run, segments(run.outcomes, model)
-        run.outcomes.clear()  # the segments are all the report needs of them
+        (run,) = replay_named(prepared, capacity, [name], keep=True)
+        runs[name], latency[name] = run, run.latency(model)
+        run.owners = None  # the segments are all the report needs of them
 
     for name in [*algorithms, *(f"kd_{n}" for n in curve)]:
         add(name)

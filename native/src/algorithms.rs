@@ -4,7 +4,7 @@
 use crate::answer::Names;
 use crate::bins::Rule;
 use crate::fit::{self, Budget, ConsumerOrder};
-use crate::input::Input;
+use crate::input::{Input, Labels};
 use crate::least_loaded;
 use crate::problem::{self, Outcome, Problem};
 
@@ -143,6 +143,22 @@ pub fn run(
     capacity: f64,
     params: &Params,
 ) -> Result<Solved, String> {
+    let (problem, labels, outcome) = solve(input, algorithm, capacity, params)?;
+    let names = Names::new(labels, problem.consumers.ids.names());
+    Ok(Solved {
+        problem,
+        outcome,
+        names,
+    })
+}
+
+/// The problem (with the consumers the algorithm minted), the partitions' labels and the outcome.
+pub fn solve(
+    input: Input,
+    algorithm: &Algorithm,
+    capacity: f64,
+    params: &Params,
+) -> Result<(Problem, Labels, Outcome), String> {
     let (mut p, labels) = input.into_problem(capacity);
     let placement = match (algorithm.family, params) {
         (Family::AnyFit { rule, decreasing }, Params::None) => {
@@ -155,10 +171,5 @@ pub fn run(
         _ => return Err(format!("{}: parameters of another family", algorithm.name)),
     };
     let outcome = problem::outcome(&p, placement)?;
-    let names = Names::new(labels, p.consumers.ids.names());
-    Ok(Solved {
-        problem: p,
-        outcome,
-        names,
-    })
+    Ok((p, labels, outcome))
 }

@@ -159,9 +159,11 @@ pub struct Extra<'a> {
     pub outputs: &'a [u8],
     /// `group`, encoded (or `null`).
     pub group: &'a [u8],
+    /// Whether the answer carries the (sparse) delta; without it, the moves alone tell the rebalance.
+    pub delta: bool,
 }
 
-/// The sparse answer, `version` null (the store numbers it).
+/// The answer with a sparse delta or none (`extra.delta`), `version` null (the store numbers it).
 pub fn write(p: &Problem, o: &Outcome, names: &Names, extra: &Extra) -> Vec<u8> {
     let n = p.rates.len();
     // about what each part takes, so the buffer is not copied as it grows
@@ -229,27 +231,11 @@ pub fn write(p: &Problem, o: &Outcome, names: &Names, extra: &Extra) -> Vec<u8> 
         float(out, p.rates[j as usize]);
         out.push(b'}');
     });
-    out.extend_from_slice(b",\"delta\":{\"rows\":");
-    array(out, &o.rows, |out, &c| names.consumer(out, c));
-    out.extend_from_slice(b",\"columns\":");
-    array(out, &o.columns, |out, &j| {
-        let key = match (j as usize).checked_sub(n) {
-            None => names.keys[j as usize],
-            Some(g) => names.gone_keys[g],
-        };
-        names.partition(out, key)
-    });
-    out.extend_from_slice(b",\"cells\":");
-    array(out, &o.cells, |out, &(r, c, v)| {
-        out.push(b'[');
-        int(out, r);
-        out.push(b',');
-        int(out, c);
-        out.push(b',');
-        int(out, v);
-        out.push(b']');
-    });
-    out.extend_from_slice(b"},\"rscore\":");
+    if extra.delta {
+        delta(out, o, names, n);
+        out.push(b'}');
+    }
+    out.extend_from_slice(b",\"rscore\":");
     float(out, o.rscore);
     out.extend_from_slice(b",\"consumer_count\":");
     int(
@@ -297,6 +283,30 @@ pub fn write(p: &Problem, o: &Outcome, names: &Names, extra: &Extra) -> Vec<u8> 
     std::mem::take(out)
 }
 
+/// `,"delta":{"rows":…,"columns":…,"cells":…` (the object left open).
+fn delta(out: &mut Vec<u8>, o: &Outcome, names: &Names, n: usize) {
+    out.extend_from_slice(b",\"delta\":{\"rows\":");
+    array(out, &o.rows, |out, &c| names.consumer(out, c));
+    out.extend_from_slice(b",\"columns\":");
+    array(out, &o.columns, |out, &j| {
+        let key = match (j as usize).checked_sub(n) {
+            None => names.keys[j as usize],
+            Some(g) => names.gone_keys[g],
+        };
+        names.partition(out, key)
+    });
+    out.extend_from_slice(b",\"cells\":");
+    array(out, &o.cells, |out, &(r, c, v)| {
+        out.push(b'[');
+        int(out, r);
+        out.push(b',');
+        int(out, c);
+        out.push(b',');
+        int(out, v);
+        out.push(b']');
+    });
+}
+
 /// The assignment as the store keeps it: `{"consumer":[["topic",partition],…],…}`, consumers in the
 /// outcome's order.
 pub fn stored(o: &Outcome, names: &Names) -> Vec<u8> {
@@ -340,6 +350,23 @@ pub fn racks(o: &Outcome, report: &ZoneReport, zones: &Zones, names: &Names) -> 
         names.consumer(&mut out, c);
         out.push(b':');
         string(&mut out, &zones.names[rack as usize]);
+    }
+    out.push(b'}');
+    out
+}
+
+/// Each consumer's load as the store keeps it beside the assignment: `{"consumer":load,…}`, consumers in the
+/// outcome's order, each load as the answer's `consumers[].load` writes it.
+pub fn loads(o: &Outcome, names: &Names) -> Vec<u8> {
+    let mut out = Vec::with_capacity(40 * o.assignment.len() + 2);
+    out.push(b'{');
+    for (i, ((c, _), &load)) in o.assignment.iter().zip(&o.loads).enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        names.consumer(&mut out, *c);
+        out.push(b':');
+        float(&mut out, load);
     }
     out.push(b'}');
     out

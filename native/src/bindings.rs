@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
@@ -19,6 +20,7 @@ use crate::input::Input;
 use crate::intern::Interner;
 use crate::least_loaded;
 use crate::problem::Outputs;
+use crate::replay;
 use crate::request;
 use crate::validate;
 
@@ -100,16 +102,7 @@ impl Bulk {
     /// (math.fsum of the rates, sum of lags (none as 0), sum of the lags planned for a rebalance of
     /// `rebalance_s` when `plan`): the totals the reference checks before it solves, summed as it sums them.
     fn totals(&self, rebalance_s: f64, plan: bool) -> PyResult<(f64, f64, f64)> {
-        let input = self.input()?;
-        let lags = input.lags.iter().map(|l| l.unwrap_or(0.0));
-        let lag_sum = lags.clone().fold(0.0, |s, l| s + l);
-        let planned = if plan {
-            lags.zip(&input.rates)
-                .fold(0.0, |s, (l, &r)| s + (l + r * rebalance_s))
-        } else {
-            lag_sum
-        };
-        Ok((input.rate_sum, lag_sum, planned))
+        Ok(self.input()?.totals(rebalance_s, plan))
     }
 
     /// Take the racks of the previous consumers (without members: the request's `previous_racks`, or those
@@ -273,8 +266,8 @@ impl<'py, 'a> Strings<'py, 'a> {
 
 #[pymethods]
 impl Solution {
-    /// The answer's JSON as msgspec encodes AssignResponse (sparse delta, version null); `outputs` and
-    /// `group`: those fields already encoded.
+    /// The answer's JSON as msgspec encodes AssignResponse (a sparse delta, or none without `delta`; version
+    /// null); `outputs` and `group`: those fields already encoded.
     fn answer<'py>(
         &self,
         py: Python<'py>,
@@ -282,12 +275,14 @@ impl Solution {
         lower_bound: i64,
         outputs: &[u8],
         group: &[u8],
+        delta: bool,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let extra = answer::Extra {
             algorithm,
             lower_bound,
             outputs,
             group,
+            delta,
         };
         let s = &self.solved;
         let json = detached(py, || {
@@ -296,11 +291,16 @@ impl Solution {
         Ok(PyBytes::new(py, &json))
     }
 
-    /// The assignment as the store keeps it (JSON).
-    fn stored<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+    /// What the store keeps of the version (JSON): the assignment, and each consumer's load.
+    fn stored<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
         let s = &self.solved;
-        let json = detached(py, || answer::stored(&s.outcome, &s.names))?;
-        Ok(PyBytes::new(py, &json))
+        let (assignment, loads) = detached(py, || {
+            (
+                answer::stored(&s.outcome, &s.names),
+                answer::loads(&s.outcome, &s.names),
+            )
+        })?;
+        Ok((PyBytes::new(py, &assignment), PyBytes::new(py, &loads)))
     }
 
     /// (consumers holding a partition, moves, their total rate, the `top` moves of the largest rate as
@@ -599,6 +599,209 @@ fn previous_from_objects(input: &mut Input, previous: &Bound<'_, PyDict>) -> PyR
         .map(|(name, count)| Ok((name.to_str()?, count)))
         .collect::<PyResult<Vec<_>>>()?;
     Ok(input.set_previous(consumers, &keys).is_some())
+}
+
+/// A stream of measurements on arrays (replay.rs), replayed through any compiled algorithm as often as asked.
+#[pyclass(module = "groupfit_native", frozen)]
+pub struct Stream {
+    stream: replay::Stream,
+}
+
+/// A measurement's partition number as the reference reads it (`str.isdigit`, then `int`): ASCII digits that
+/// fit 64 bits; None for anything else, which the reference then reads or refuses.
+fn partition_number(text: &str) -> Option<i64> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+/// A rate as the reference takes it (`float(rate)`): a float, or an int of 64 bits.
+fn rate(value: &Bound<'_, PyAny>) -> Option<f64> {
+    if let Ok(f) = value.downcast_exact::<PyFloat>() {
+        return Some(f.value());
+    }
+    let n: i64 = value.downcast_exact::<PyInt>().ok()?.extract().ok()?;
+    Some(n as f64)
+}
+
+#[pymethods]
+impl Stream {
+    /// The measurements (each topic → {partition: rate}, partitions written as integers) on arrays; None where
+    /// the reference must replay them: one it would refuse (and word the error for), or that this core reads
+    /// otherwise (a partition beyond 64 bits, digits of another script).
+    #[staticmethod]
+    fn of_measurements(measurements: &Bound<'_, PyList>) -> PyResult<Option<Stream>> {
+        let mut topics = Interner::default();
+        let (mut keys, mut rates, mut counts) = (vec![], vec![], vec![]);
+        for measurement in measurements.iter() {
+            let start = keys.len();
+            for (topic, partitions) in measurement.downcast_into::<PyDict>()?.iter() {
+                let topic = topic.downcast_into::<PyString>()?;
+                let topic = topic.to_str()?;
+                if topic.is_empty() {
+                    return Ok(None);
+                }
+                let t = topics.id(topic);
+                for (partition, value) in partitions.downcast_into::<PyDict>()?.iter() {
+                    let number = partition_number(partition.downcast_into::<PyString>()?.to_str()?);
+                    let (Some(number), Some(value)) = (number, rate(&value)) else {
+                        return Ok(None);
+                    };
+                    keys.push((t, number));
+                    rates.push(value);
+                }
+            }
+            counts.push(keys.len() - start);
+        }
+        Ok(replay::Stream::new(topics, &keys, &rates, &counts).map(|stream| Stream { stream }))
+    }
+
+    /// The measurements as arrays: measurement k lists `counts[k]` partitions — (topics[topic[i]],
+    /// partition[i]) at rate[i] — after those of the measurements before it; None as `of_measurements`.
+    #[staticmethod]
+    fn of_arrays(
+        py: Python<'_>,
+        topics: Vec<String>,
+        topic: PyBuffer<u32>,
+        partition: PyBuffer<i64>,
+        rate: PyBuffer<f64>,
+        counts: PyBuffer<u64>,
+    ) -> PyResult<Option<Stream>> {
+        let mut names = Interner::default();
+        for name in &topics {
+            if name.is_empty() || names.id(name) as usize != names.len() - 1 {
+                return Ok(None); // empty or named twice
+            }
+        }
+        let topic = topic.to_vec(py)?;
+        if topic.iter().any(|&t| t as usize >= topics.len()) {
+            return Err(PyValueError::new_err("a topic index beyond the topics"));
+        }
+        let keys: Vec<(u32, i64)> = topic.into_iter().zip(partition.to_vec(py)?).collect();
+        let counts: Vec<usize> = counts.to_vec(py)?.into_iter().map(|n| n as usize).collect();
+        Ok(
+            replay::Stream::new(names, &keys, &rate.to_vec(py)?, &counts)
+                .map(|stream| Stream { stream }),
+        )
+    }
+
+    /// The number of measurements.
+    fn __len__(&self) -> usize {
+        self.stream.measurements.len()
+    }
+
+    /// Per measurement, the totals the reference checks before it solves (`Bulk.totals`).
+    fn totals(&self, rebalance_s: f64, plan: bool) -> Vec<(f64, f64, f64)> {
+        self.stream
+            .measurements
+            .iter()
+            .map(|m| m.totals(rebalance_s, plan))
+            .collect()
+    }
+
+    /// The stream replayed through `algorithm` (C = `capacity`, `params` as `Bulk.solve` takes them), each
+    /// measurement from the algorithm's previous assignment, without the GIL; `owners`: keep each partition's
+    /// consumer and previous consumer too.
+    fn replay(
+        &self,
+        py: Python<'_>,
+        algorithm: &str,
+        capacity: f64,
+        params: &Bound<'_, PyDict>,
+        owners: bool,
+    ) -> PyResult<Replayed> {
+        let algorithm = Algorithm::named(algorithm).ok_or_else(|| {
+            PyValueError::new_err(format!("the compiled core does not run {algorithm}"))
+        })?;
+        let read = read_params(algorithm, params)?;
+        let stream = &self.stream;
+        let replayed = detached(py, || {
+            replay::replay(stream, algorithm, capacity, &read, owners)
+        })?
+        .map_err(PyRuntimeError::new_err)?;
+        let rates = if owners {
+            stream
+                .measurements
+                .iter()
+                .flat_map(|m| &m.rates)
+                .copied()
+                .collect()
+        } else {
+            vec![]
+        };
+        let counts = stream
+            .measurements
+            .iter()
+            .map(|m| m.keys.len() as u64)
+            .collect();
+        Ok(Replayed {
+            replayed,
+            rates,
+            counts,
+        })
+    }
+}
+
+/// A replay's figures per measurement and, when kept, its owners.
+#[pyclass(module = "groupfit_native", frozen)]
+pub struct Replayed {
+    replayed: replay::Replayed,
+    rates: Vec<f64>,
+    counts: Vec<u64>,
+}
+
+/// Numbers as the bytes of a native-endian array (numpy reads them without a copy).
+fn array_bytes<'py, T: Copy>(py: Python<'py>, values: &[T]) -> Bound<'py, PyBytes> {
+    // SAFETY: T is a plain number type (u32, u64, f64): every byte of it is initialised.
+    let bytes = unsafe {
+        std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
+    };
+    PyBytes::new(py, bytes)
+}
+
+#[pymethods]
+impl Replayed {
+    /// Consumers holding a partition, per measurement.
+    #[getter]
+    fn consumers(&self) -> Vec<usize> {
+        self.replayed.consumers.clone()
+    }
+
+    /// Rscore (Eq. 11), per measurement.
+    #[getter]
+    fn rscore(&self) -> Vec<f64> {
+        self.replayed.rscore.clone()
+    }
+
+    /// Whether no consumer is above C but one holding a single partition, per measurement.
+    #[getter]
+    fn within_capacity(&self) -> Vec<bool> {
+        self.replayed.within.clone()
+    }
+
+    /// Partitions that changed consumer, per measurement.
+    #[getter]
+    fn moves(&self) -> Vec<usize> {
+        self.replayed.moves.clone()
+    }
+
+    /// (counts: u64 per measurement, rates: f64, owner: u32, previous: u32 (u32::MAX for a new partition), the
+    /// consumer ids the owners number): the owners kept, each partition of each measurement in its listing
+    /// order, as the bytes of native arrays.
+    fn owners<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let r = &self.replayed;
+        PyTuple::new(
+            py,
+            [
+                array_bytes(py, &self.counts).into_any(),
+                array_bytes(py, &self.rates).into_any(),
+                array_bytes(py, &r.owner).into_any(),
+                array_bytes(py, &r.previous).into_any(),
+                PyList::new(py, r.names.names())?.into_any(),
+            ],
+        )
+    }
 }
 
 /// Whether a problem's partitions and previous assignment are certainly valid (validate.rs), their values of

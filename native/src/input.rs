@@ -16,6 +16,7 @@ pub const MAX_PARTITION_RACKS: usize = 32;
 pub const MAX_RACKS: usize = 1_000;
 
 /// The partitions named by the previous assignment, each known one as its index, and those no longer listed.
+#[derive(Clone)]
 pub struct Previous {
     /// The previous consumers in the request's order (one listed with nothing too).
     pub ids: Vec<u32>,
@@ -28,6 +29,7 @@ pub struct Previous {
     pub gone_keys: Vec<(u32, i64)>,
 }
 
+#[derive(Clone)]
 pub struct Input {
     /// Every topic named, the previous assignment's too.
     pub topics: Interner,
@@ -56,6 +58,7 @@ pub struct Input {
 
 /// (topic, partition) → partition index: a table per topic whose partition numbers are dense (Kafka numbers
 /// them 0..n-1), a hash map for the others.
+#[derive(Clone)]
 pub struct Index {
     dense: Vec<Vec<u32>>,
     sparse: HashMap<(u32, i64), u32>,
@@ -178,6 +181,20 @@ impl Input {
             rack_ids: vec![],
             consumer_racks: vec![],
         })
+    }
+
+    /// (math.fsum of the rates, sum of lags (none as 0), sum of the lags planned for a rebalance of
+    /// `rebalance_s` when `plan`): the totals the reference checks before it solves, summed as it sums them.
+    pub fn totals(&self, rebalance_s: f64, plan: bool) -> (f64, f64, f64) {
+        let lags = self.lags.iter().map(|l| l.unwrap_or(0.0));
+        let lag_sum = lags.clone().fold(0.0, |s, l| s + l);
+        let planned = if plan {
+            lags.zip(&self.rates)
+                .fold(0.0, |s, (l, &r)| s + (l + r * rebalance_s))
+        } else {
+            lag_sum
+        };
+        (self.rate_sum, lag_sum, planned)
     }
 
     /// A consumer id as an integer; None for an id the natural order here cannot rank as the reference does.

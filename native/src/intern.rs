@@ -9,6 +9,7 @@ pub const NONE: u32 = u32::MAX;
 /// Each distinct name once, numbered in the order first seen, with the names met lately in front of the map:
 /// keys come grouped by topic or cycling through a few, so most lookups end in a slot without hashing the
 /// whole name (a slot that holds another name only costs the map lookup).
+#[derive(Clone)]
 pub struct Interner {
     names: Vec<String>,
     ids: HashMap<String, u32>,

@@ -16,6 +16,7 @@ mod json;
 mod least_loaded;
 mod natural;
 mod problem;
+mod replay;
 mod request;
 mod search;
 mod validate;
@@ -30,6 +31,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn groupfit_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<bindings::Bulk>()?;
     m.add_class::<bindings::Solution>()?;
+    m.add_class::<bindings::Stream>()?;
+    m.add_class::<bindings::Replayed>()?;
     m.add_function(wrap_pyfunction!(bindings::parse_assign, m)?)?;
     m.add_function(wrap_pyfunction!(bindings::from_objects, m)?)?;
     m.add_function(wrap_pyfunction!(bindings::valid, m)?)?;

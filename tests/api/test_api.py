@@ -243,6 +243,29 @@ async def test_rates_round_trip_and_assign_from_stored_rates(client, group):
     assert (await client.get(f"/v1/groups/{group}/rates")).json()["partitions"] == rates["partitions"]
 
 
+async def test_a_version_keeps_each_consumers_load_as_its_answer_gave_it(redis_backend, group):
+    """With the rates in the request (nothing else keeps them), GET /v1/groups/{g} gives each consumer's load from
+    the answer that stored the version: the same whichever core computed it; the next version replaces them."""
+    rates = [[70.5, 20.25, 55, 30, 0.1], [10, 20.25, 95, 30, 44.4]]
+    kept: dict[str, list[dict[str, float]]] = {}
+    for core in ("auto", "python"):
+        app = create_app(Settings(redis_url=redis_backend.url, core=core))
+        name = f"{group}-{core}"
+        kept[core] = []
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as http:
+            for window in rates:
+                partitions = [{"topic": "t", "partition": p, "rate": r} for p, r in enumerate(window)]
+                body = {"algorithm": "bfd", "capacity": 100, "group": name, "partitions": partitions}
+                answer = (await http.post("/v1/assign", json=body)).json()
+                state = (await http.get(f"/v1/groups/{name}")).json()
+                assert state["version"] == answer["version"]
+                assert state["loads"] == {c["id"]: c["load"] for c in answer["consumers"]}
+                kept[core].append(state["loads"])
+        await app.state.services.store.close()
+    assert kept["auto"] == kept["python"] and kept["auto"][0] != kept["auto"][1]
+    assert sum(kept["auto"][1].values()) == pytest.approx(sum(rates[1]))
+
+
 async def test_delete_group(client, group):
     await client.post("/v1/assign", json=request_body(group=group))
     assert (await client.delete(f"/v1/groups/{group}")).status_code == 204

@@ -187,3 +187,20 @@ def test_without_member_racks_the_request_names_none(live_service, group):
     assignor.assign(racked_cluster(), {"m1": member("a"), "m2": member("b"), "m3": member("c")})
     assert assignor.last_source == "service"
     assert GroupfitClient(live_service.url).group(group).racks is None
+
+
+def test_an_answer_the_group_cannot_use_is_refused():
+    """The leader reads the assignment alone: it must give every partition asked for, once, to members only."""
+    from groupfit_client.assignor import UnusableAnswer, _held, _Ref
+
+    partitions = [TopicPartition("t", p) for p in range(3)]
+    good = {"a": [_Ref("t", 0), _Ref("t", 2)], "b": [_Ref("t", 1)]}
+    assert _held(good, ["a", "b", "c"], partitions) == {"a": {"t": [0, 2]}, "b": {"t": [1]}, "c": {}}
+    for answer in (
+        {**good, "x": []},  # a non-member
+        {"a": [_Ref("t", 0)], "b": [_Ref("t", 1)]},  # t/2 missing
+        {**good, "c": [_Ref("t", 0)]},  # t/0 twice
+        {"a": [_Ref("t", 0), _Ref("t", 2)], "b": [_Ref("u", 1)]},  # u/1 not asked for, t/1 missing
+    ):
+        with pytest.raises(UnusableAnswer):
+            _held(answer, ["a", "b", "c"], partitions)

@@ -114,13 +114,27 @@ def test_moves_and_delta_are_typed(live_service):
     with GroupfitClient(live_service.url) as client:
         client.assign_idempotent({**REQUEST, "group": group})
         heavier = [PartitionRate("t", p, 9.0 if p == 0 else 4.0) for p in range(5)]  # t/0 no longer fits beside one
-        answer = client.assign_idempotent({**REQUEST, "partitions": heavier, "group": group}, dense=True)
+        answer = client.assign_idempotent({**REQUEST, "partitions": heavier, "group": group}, delta="dense")
     assert answer.moves and all(isinstance(m, Move) and m.from_ != m.to for m in answer.moves)
     moved = {m.partition for m in answer.moves}
     assert all(answer.owner[m.partition] == m.to for m in answer.moves)
     stops = {answer.delta.columns[cell.column] for cell in answer.delta.cells if cell.change == -1}
     assert stops == moved
     assert answer.delta.matrix is not None and len(answer.delta.matrix) == len(answer.delta.rows)
+
+
+def test_an_answer_without_its_delta(live_service):
+    with GroupfitClient(live_service.url) as client:
+        full = client.assign({**REQUEST, "previous": {"a": [TopicPartition("t", p) for p in range(5)]}})
+        lean = client.assign({**REQUEST, "previous": {"a": [TopicPartition("t", p) for p in range(5)]}}, delta="none")
+    assert lean.delta is None and "delta" not in lean.raw and full.delta is not None
+    assert (lean.assignment, lean.moves, lean.rscore) == (full.assignment, full.moves, full.rscore) and lean.moves
+
+
+def test_dense_true_is_deprecated_for_delta_dense():
+    with pytest.warns(DeprecationWarning, match='delta="dense"'):
+        call = _core.assign(REQUEST, dense=True)
+    assert call.params == {"delta": "dense"} and _core.assign(REQUEST).params == {}
 
 
 def test_an_overloaded_member_is_reported(live_service):
@@ -160,7 +174,13 @@ def test_operator_calls_round_trip(live_service):
         assert (replay.windows, replay.window_ends, replay.iteration_s, replay.capacity) == (2, ends, 30, 10)
         assert all(run.consumers == [3, 5] and run.latency is None for run in replay.results.values())
         assert client.replay(group, ["bfd"], windows=1).results["bfd"].consumers == [5]
+        client.put_rates(group + "-2", RATES, ends[0])
+        first = client.groups(contains=group, limit=1)
+        assert [g.group for g in first.groups] == [group] and first.truncated and first.next == group
+        second = client.groups(contains=group, limit=1, after=first.next)
+        assert [g.group for g in second.groups] == [group + "-2"]
         client.delete_group(group)
+        client.delete_group(group + "-2")
         assert client.groups(contains=group).groups == []
 
 
@@ -263,7 +283,7 @@ def test_every_path_segment_is_quoted():
 
 # Each public method: its arguments for a group that holds rates and one assignment, and its result type.
 CALLS: dict[str, tuple[Callable[[str], tuple[tuple, dict]], Any]] = {
-    "assign": (lambda g: ((REQUEST,), {"dense": True}), Assignment),
+    "assign": (lambda g: ((REQUEST,), {"delta": "dense"}), Assignment),
     "assign_idempotent": (lambda g: (({**REQUEST, "group": g, "dry_run": True},), {}), Assignment),
     "algorithms": (lambda g: ((), {}), AlgorithmInfo),
     "group": (lambda g: ((g,), {}), GroupState),

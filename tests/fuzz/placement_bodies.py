@@ -1,5 +1,5 @@
 """Placement bodies as an adversary writes them, and what every answer to one must be: the deterministic fuzz
-(tests/fuzz/test_placement_fuzz.py) and the long campaign (bench/fuzz_placement.py) share them.
+(tests/fuzz/test_placement_fuzz.py) and the long campaign (bench/fuzz.py --target placement) share them.
 
 `extreme_bodies()` is a fixed list: the example request with one number (or every broker's, or every
 partition's) replaced by each extreme value — zero, negative, subnormal, the largest double, past it, past
@@ -152,7 +152,7 @@ STRUCTURAL = [
 
 
 REGRESSIONS: list[tuple[str, bytes]] = [
-    # what the campaign found (bench/fuzz_placement.py), each once an answer 500 or a traceback
+    # what the campaign found (bench/fuzz.py --target placement), each once an answer 500 or a traceback
     (
         "campaign 2923395837: a broker whose headroom leaves it 0 bytes (disk 1 × 0.97), overloaded",
         b'{"solver": "heuristic", "brokers": [{"id": 0, "disk": 1, "network": 67314088775.67116}, {"id": 1, '

@@ -2,7 +2,7 @@
 extreme body of placement_bodies.py and SAMPLES random ones through POST /v1/placements in process and through
 `groupfit placement --input -`: never a 5xx, never an exception out of the CLI (a traceback), every refusal a
 known ErrorCode and the same from both, every plan within the request's rules. The long randomized campaign is
-bench/fuzz_placement.py; what it finds becomes a case here."""
+bench/fuzz.py --target placement; what it finds becomes a case here."""
 
 from __future__ import annotations
 
@@ -32,9 +32,12 @@ SAMPLES = 300
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def app():
-    return create_app(Settings(redis_url="redis://127.0.0.1:1/0", log_level="WARNING"))
+@pytest.fixture
+async def app():
+    """An app per test: placements run in its compute pool, whose workers belong to the test's event loop."""
+    app = create_app(Settings(redis_url="redis://127.0.0.1:1/0", log_level="WARNING"))
+    yield app
+    await app.state.services.compute.close()
 
 
 async def findings_of(app, labelled: list[tuple[str, bytes]]) -> list[str]:

@@ -32,6 +32,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from app.local.java_clients import PROJECT, JavaBuild
 from app.local.kafka import ApacheKafka, java
 from tests.conftest import LiveService
+from tests.integration.conftest import broker_assignor
 
 pytestmark = pytest.mark.integration
 
@@ -275,15 +276,7 @@ def kip848(java_build, redis_server, tmp_path_factory) -> Iterator[tuple[ApacheK
     broker = ApacheKafka(
         tmp_path_factory.mktemp("kafka-848"),
         extra_classpath=[java_build.jar],
-        properties={
-            "group.consumer.assignors": "uniform,range,io.groupfit.kafka.GroupfitBrokerAssignor",
-            "groupfit.url": service.url,
-            "groupfit.capacity": 100,
-            # The coordinator's own thread runs the assignor, as without KIP-1263's offload.
-            "group.consumer.assignor.offload.enable": "false",
-            # The rates and the group's state read again every second (10 s by default), so a test need not wait.
-            "groupfit.refresh.ms": 1000,
-        },
+        properties=broker_assignor(service.url),
     ).start()
     yield broker, service
     broker.stop()

@@ -20,10 +20,10 @@ pytestmark = pytest.mark.integration
 RECORDS = 600
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    with ApacheKafka(tmp_path_factory.mktemp("kafka3"), brokers=3, racks=("a", "b", "c")) as kafka:
-        yield kafka
+@pytest.fixture
+def cluster(rack_cluster: ApacheKafka) -> ApacheKafka:
+    """The session's three-rack cluster (tests/integration/conftest.py), shared with the zone tests."""
+    return rack_cluster
 
 
 def describe(admin: AdminClient, topic: str) -> dict[int, tuple[int, list[int]]]:

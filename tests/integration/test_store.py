@@ -36,7 +36,7 @@ def keys_written(backend, prefix: str) -> list[bytes]:
     return found
 
 
-async def write(store: GroupStore, group: str, expected: int, replay: Replay | None = None):
+async def write(store: GroupStore, group: str, expected: int, replay: Replay | None = None, loads: bytes = b""):
     return await store.write_version(
         group,
         expected,
@@ -46,6 +46,7 @@ async def write(store: GroupStore, group: str, expected: int, replay: Replay | N
         "2026-11-25T09:00:00Z",
         {"algorithm": "mwf"},
         replay,
+        loads=loads,
     )
 
 
@@ -63,8 +64,15 @@ async def test_compare_and_set_history_idempotency_and_rates(redis_backend):
         assert (again.replay.answer, again.replay.version) == (b'{"answer":1}', 2)
         stored = await groups.get(group)
         assert stored is not None and stored.version == 2 and stored.assignment == ASSIGNMENT
-        for expected in range(2, 8):
+        assert stored.loads_json is None
+        loads = b'{"c-1":70.5,"c-2":20.0}'
+        await write(groups, group, 2, loads=loads)
+        stored = await groups.get(group)
+        assert stored is not None and (stored.version, stored.loads_json) == (3, loads)
+        for expected in range(3, 8):  # written without loads: the ones stored were another version's
             await write(groups, group, expected)
+        stored = await groups.get(group)
+        assert stored is not None and stored.loads_json is None
         assert [entry["version"] for entry in await groups.history(group, 100)] == [8, 7, 6, 5, 4]
         await groups.put_rates(group, RATES, 1_764_000_000_000)
         assert await groups.get_rates(group) == RATES

@@ -146,10 +146,21 @@ async function groupsView() {
 
 // ---- One group ----
 
+// Each consumer's load: summed from the stored rates when there are some (PUT …/rates, maybe newer than the
+// version), else as the version's answer gave it (stored with it: rates sent in the request), else unknown (0).
+function loadsSource(state, rates) {
+  if (rates) return { kind: "rates", text: `Loads from the stored rates (window end ${rates.window_end}).` };
+  if (state.loads) return { kind: "answer", text: `No stored rates: loads as the last answer gave them (version ${state.version}).` };
+  return { kind: "none", text: "No stored rates: loads unknown." };
+}
+
 function consumerBars(state, rates) {
   const rateOf = new Map(rates ? rates.partitions.map((p) => [`${p.topic}\u0000${p.partition}`, p.rate]) : []);
+  const answered = rates ? null : state.loads;
   const rows = Object.entries(state.assignment).map(([consumer, partitions]) => {
-    const load = partitions.reduce((sum, p) => sum + (rateOf.get(`${p.topic}\u0000${p.partition}`) || 0), 0);
+    const load = answered
+      ? answered[consumer] || 0
+      : partitions.reduce((sum, p) => sum + (rateOf.get(`${p.topic}\u0000${p.partition}`) || 0), 0);
     return { consumer, partitions, load, overloaded: load > state.capacity * (1 + 1e-9) };
   });
   const scale = Math.max(state.capacity, ...rows.map((r) => r.load)) || 1;
@@ -161,7 +172,8 @@ function consumerBars(state, rates) {
     mark.style.left = `${(100 * state.capacity) / scale}%`;
     const label = el("div", {}, `${fmt(row.load)} / ${fmt(state.capacity)} (${fmt((100 * row.load) / state.capacity, 0)} %) `);
     if (row.overloaded) label.append(el("span", { class: "badge overloaded", text: "overloaded" }));
-    const partitions = row.partitions.map((p) => `${p.topic}/${p.partition} (${fmt(rateOf.get(`${p.topic}\u0000${p.partition}`))})`).join(", ");
+    const named = (p) => `${p.topic}/${p.partition}` + (rates ? ` (${fmt(rateOf.get(`${p.topic}\u0000${p.partition}`))})` : "");
+    const partitions = row.partitions.map(named).join(", ");
     const rack = state.racks ? state.racks[row.consumer] : undefined;
     list.append(
       el(
@@ -281,7 +293,8 @@ async function groupView(group) {
     );
   }
   const loads = el("section", {}, el("h2", {}, "Consumers: load against capacity"));
-  if (rates.error) loads.append(el("p", { class: "muted" }, "No stored rates: loads unknown."));
+  const source = loadsSource(state, rates.error ? null : rates);
+  loads.append(el("p", { id: "loads-source", class: "muted", "data-source": source.kind, text: source.text }));
   loads.append(consumerBars(state, rates.error ? null : rates));
   parts.push(loads);
   if (!history.error && history.versions.length) {

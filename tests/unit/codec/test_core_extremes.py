@@ -22,14 +22,18 @@ import json
 import math
 import os
 import random
+import typing
 from typing import Any
 
 import pytest
 
+from app.codec.assign import DeltaForm
 from app.codec.assign_input import CompiledInput, Computation, Limits, answer, decode_assign
 from app.core import native
 from app.core.errors import AssignmentError
 from app.settings import Settings
+
+DELTA_FORMS: tuple[DeltaForm, ...] = typing.get_args(DeltaForm)
 
 pytestmark = pytest.mark.skipif(not native.AVAILABLE, reason="the compiled core is not installed")
 
@@ -137,9 +141,9 @@ def request(rnd: random.Random, algorithm: str) -> dict[str, Any]:
     return body
 
 
-def outcome(body: bytes, dense: bool, limits: Limits) -> tuple[Any, ...]:
+def outcome(body: bytes, delta: DeltaForm, limits: Limits) -> tuple[Any, ...]:
     try:
-        return ("answer", answer(body, limits, dense))
+        return ("answer", answer(body, limits, delta))
     except AssignmentError as error:
         return ("error", error.code, error.message, error.details)
 
@@ -175,9 +179,9 @@ def check(body: dict[str, Any], max_consumers: int = 100_000) -> set[str]:
     body = {**body, "group": "g"}
     text = json.dumps(body).encode()
     compiled, reference = limits("native", max_consumers), limits("python", max_consumers)
-    for dense in (False, True):
-        expected = outcome(text, dense, reference)
-        assert outcome(text, dense, compiled) == expected, f"dense={dense}, max_consumers={max_consumers}: {text!r}"
+    for delta in DELTA_FORMS:
+        expected = outcome(text, delta, reference)
+        assert outcome(text, delta, compiled) == expected, f"delta={delta}, max_consumers={max_consumers}: {text!r}"
     group = stored(text, compiled, reference)
     if group is not None:
         assert group[0] == group[1], f"stored, max_consumers={max_consumers}: {text!r}"

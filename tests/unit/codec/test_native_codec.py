@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from app.codec.assign import DeltaForm
 from app.codec.assign_input import CompiledInput, Limits, ReferenceComputation, answer, decode_assign
 from app.core import native
 from app.core.errors import AssignmentError
@@ -26,9 +27,9 @@ IDS = ["c0", "c1", "c2", "c10", "a", "b7", "b7x", "surplus-0", "m1", "m2", "m10"
 RACKS = ["eu-1a", "eu-1b", "eu-1c", 'r"q', "ü"]
 
 
-def outcome(body: bytes, limits: Limits) -> tuple[Any, ...]:
+def outcome(body: bytes, limits: Limits, delta: DeltaForm = "sparse") -> tuple[Any, ...]:
     try:
-        return ("answer", answer(body, limits))
+        return ("answer", answer(body, limits, delta))
     except AssignmentError as error:
         return ("error", error.code, error.message, error.details)
 
@@ -105,8 +106,9 @@ def test_the_compiled_codec_answers_byte_for_byte_as_the_reference(algorithm: st
     for i in range(1500):
         body = encoded(request(rnd, algorithm), rnd)
         compiled += isinstance(decode_assign(body, COMPILED), CompiledInput)
-        reference = outcome(body, REFERENCE)
-        assert outcome(body, COMPILED) == reference, f"request {i}: {body!r}"
+        delta: DeltaForm = "none" if i % 4 == 3 else "sparse"  # the answer without its delta, written alike
+        reference = outcome(body, REFERENCE, delta)
+        assert outcome(body, COMPILED, delta) == reference, f"request {i} ({delta}): {body!r}"
         zone_aware += reference[0] == "answer" and b'"cross_zone_rate"' in reference[1]
     assert compiled > 1200  # most took the compiled way (ids with a control character, … do not)
     assert zone_aware > 400  # and many of them were zone-aware
@@ -243,8 +245,9 @@ def test_what_the_compiled_reader_takes_means_the_same() -> None:
 
 @pytest.mark.parametrize("algorithm", ["mwf", "bfd", "mbfp", "least-loaded"])
 def test_what_a_group_stores_is_the_same(algorithm: str) -> None:
-    """For a group, the stored assignment, the history's moves and the figures come out of the compiled core
-    as the reference computes them (`ReferenceComputation`), with the group in the answer."""
+    """For a group, the stored assignment, each consumer's load stored beside it (the answer's), the history's
+    moves and the figures come out of the compiled core as the reference computes them (`ReferenceComputation`),
+    with the group in the answer."""
     import msgspec.structs
 
     from app.codec.assign import AssignRequest, capacity_of, previous_of
@@ -272,6 +275,8 @@ def test_what_a_group_stores_is_the_same(algorithm: str) -> None:
         computed = decoded.completed(None, None, None).compute(COMPILED)
         computed.seconds = expected.seconds = 0.0
         assert computed == expected
+        answered = msgspec.json.decode(computed.answer)["consumers"]
+        assert msgspec.json.decode(computed.loads) == {c["id"]: c["load"] for c in answered}
         compared += 1
     assert compared > 150
 

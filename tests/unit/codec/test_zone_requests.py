@@ -221,16 +221,17 @@ def test_the_racks_stored_with_a_group_are_the_previous_consumers_racks(given: d
     """Without previous_racks, the racks stored with the group's version count for its previous consumers (and
     only for them); what is stored of the answer (its racks and cross-zone rate) is the reference's."""
     body = zone_body(group="g", **({"previous_racks": given} if given else {}))
-    stored = {"a": [("t", 0), ("t", 3)], "b": [("t", 1)], "c": [("t", 2), ("t", 5)]}
+    stored = json.dumps({"a": [["t", 0], ["t", 3]], "b": [["t", 1]], "c": [["t", 2], ["t", 5]]}).encode()
     racks = {"a": "eu-1a", "b": "eu-1a", "gone": "eu-1b"}
     decoded = decode_assign(encoded(body), COMPILED)
     assert isinstance(decoded, CompiledInput)
     compiled = decoded.completed(stored, None, None, racks).compute(COMPILED)
     reference = decode_assign(encoded(body), REFERENCE).completed(stored, None, None, racks).compute(REFERENCE)
     assert compiled.racks and compiled.cross_zone_rate is not None
-    assert (compiled.answer, compiled.assignment, compiled.racks, compiled.cross_zone_rate) == (
+    assert (compiled.answer, compiled.assignment, compiled.loads, compiled.racks, compiled.cross_zone_rate) == (
         reference.answer,
         reference.assignment,
+        reference.loads,
         reference.racks,
         reference.cross_zone_rate,
     )

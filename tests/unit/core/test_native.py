@@ -7,6 +7,7 @@ outputs."""
 from __future__ import annotations
 
 import random
+import typing
 
 import pytest
 
@@ -178,7 +179,7 @@ def test_the_service_answers_the_same_with_either_core() -> None:
     """The whole answer (assignment, consumers, moves, delta, outputs), as the service and the CLI encode it."""
     import msgspec
 
-    from app.codec.assign import AssignRequest
+    from app.codec.assign import AssignRequest, DeltaForm
     from app.codec.assign_input import Limits, ReferenceInput
     from app.settings import Settings
 
@@ -187,8 +188,8 @@ def test_the_service_answers_the_same_with_either_core() -> None:
     previous = {f"c{i}": [{"topic": f"t{j % 3}", "partition": j} for j in range(i, 70, 7)] for i in range(7)}
     compiled, python = Limits.of(Settings(core="native")), Limits.of(Settings(core="python"))
 
-    def answered(request: AssignRequest, dense: bool, limits: Limits) -> bytes:
-        return ReferenceInput.of(request, dense, keyed=False).completed(None, None, None).compute(limits).answer
+    def answered(request: AssignRequest, delta: DeltaForm, limits: Limits) -> bytes:
+        return ReferenceInput.of(request, delta, keyed=False).completed(None, None, None).compute(limits).answer
 
     assert compiled.native and not python.native
     for body in (
@@ -203,8 +204,8 @@ def test_the_service_answers_the_same_with_either_core() -> None:
         },
     ):
         request = msgspec.convert(body, AssignRequest)
-        for dense in (False, True):
-            assert answered(request, dense, compiled) == answered(request, dense, python)
+        for delta in typing.get_args(DeltaForm):
+            assert answered(request, delta, compiled) == answered(request, delta, python)
 
 
 def test_values_the_arrays_cannot_hold_go_to_the_reference() -> None:

@@ -6,26 +6,33 @@ import pytest
 
 from app.core.errors import AssignmentError
 from app.sim.evaluate import check_names, run_named
-from app.sim.latency import LatencyModel, segments
+from app.sim.latency import LatencyModel
 from app.sim.replay import replay
-from app.sim.stream import load_stream
+from app.sim.stream import flatten, load_stream
 
 
-def held(outcome):
-    return {c: sorted(outcome.problem.keys[j] for j in js) for c, js in outcome.assignment.items()}
+def held(stream, run, k):
+    """Consumer → its partitions at measurement k, from the run's owners."""
+    owners = run.owners
+    start = int(owners.counts[:k].sum())
+    keys, _ = flatten(stream[k])
+    partitions: dict[str, list] = {}
+    for j, key in enumerate(keys):
+        partitions.setdefault(owners.consumers[owners.owner[start + j]], []).append(key)
+    return {c: sorted(keys) for c, keys in partitions.items()}
 
 
 def test_kd_n_deals_in_order_of_first_appearance_and_never_moves():
     stream = [{"t": {"2": 1.0, "0": 1.0, "1": 1.0}}, {"t": {"1": 9.0, "3": 1.0, "2": 1.0, "0": 5.0}}]
-    first, second = run_named(stream, 100, "kd_2", keep=True).outcomes
-    assert held(first) == {"c0": [("t", 1), ("t", 2)], "c1": [("t", 0)]}  # 2 → c0, 0 → c1, 1 → c0
-    assert second.moved == [] and held(second)["c1"] == [("t", 0), ("t", 3)]  # 3 is the 4th partition seen
+    run = run_named(stream, 100, "kd_2", keep=True)
+    assert held(stream, run, 0) == {"c0": [("t", 1), ("t", 2)], "c1": [("t", 0)]}  # 2 → c0, 0 → c1, 1 → c0
+    assert run.moves[1] == 0 and held(stream, run, 1)["c1"] == [("t", 0), ("t", 3)]  # 3 is the 4th partition seen
 
 
 def test_a_partition_that_leaves_and_returns_goes_back_to_its_consumer():
     stream = [{"t": {"0": 1.0, "1": 1.0}}, {"t": {"0": 1.0}}, {"t": {"0": 1.0, "1": 1.0, "2": 1.0}}]
-    *_, last = run_named(stream, 100, "kd_2", keep=True).outcomes
-    assert held(last) == {"c0": [("t", 0), ("t", 2)], "c1": [("t", 1)]}
+    run = run_named(stream, 100, "kd_2", keep=True)
+    assert held(stream, run, 2) == {"c0": [("t", 0), ("t", 2)], "c1": [("t", 1)]}
 
 
 def test_consumers_dealt_nothing_are_not_counted():
@@ -46,11 +53,10 @@ def test_kd_n_equals_the_registered_roundrobin_on_a_stream_first_listed_in_order
     stream = load_stream(reference_stream_path)
     kd = run_named(stream, 100, "kd_15", keep=True)
     roundrobin = replay(stream, 100, "roundrobin", {"consumers": 15}, keep=True)
-    assert sorted(map(tuple, held(kd.outcomes[-1]).values())) == sorted(
-        map(tuple, held(roundrobin.outcomes[-1]).values())
+    last = len(stream) - 1
+    assert sorted(map(tuple, held(stream, kd, last).values())) == sorted(
+        map(tuple, held(stream, roundrobin, last).values())
     )
     assert roundrobin.rscore == kd.rscore == [0.0] * len(stream)
     model = LatencyModel(133, 30, 5)
-    assert segments(roundrobin.outcomes, model).quantile(0.99) == pytest.approx(
-        segments(kd.outcomes, model).quantile(0.99)
-    )
+    assert roundrobin.latency(model).quantile(0.99) == pytest.approx(kd.latency(model).quantile(0.99))

@@ -18,34 +18,45 @@ public final class Api {
 
     public record PartitionRef(@JsonProperty(required = true) String topic, int partition) {}
 
-    /** A partition's rate; its racks (zone-aware requests) are not sent yet. */
-    @JsonInclude(JsonInclude.Include.NON_NULL)
-    @JsonIgnoreProperties(value = {"racks"}, ignoreUnknown = true)
-    public record PartitionRate(@JsonProperty(required = true) String topic, int partition, double rate, Double lag) {}
-
     /**
-     * A member of its own capacity, in AssignRequest.members; a member sent as a bare id has the request's. Its rack
-     * (zone-aware requests) is not sent yet.
+     * A partition's rate and lag, and (zone-aware requests) the racks a consumer reads it from without crossing zones:
+     * its leader's, or every replica's where the brokers serve fetch-from-follower (null: none known, left out).
      */
     @JsonInclude(JsonInclude.Include.NON_NULL)
-    @JsonIgnoreProperties({"rack"})
-    public record SizedMember(@JsonProperty(required = true) String id, Double capacity) {}
+    @JsonIgnoreProperties(ignoreUnknown = true)
+    public record PartitionRate(
+            @JsonProperty(required = true) String topic, int partition, double rate, Double lag, List<String> racks) {
+        /** A partition without racks. */
+        public PartitionRate(String topic, int partition, double rate, Double lag) {
+            this(topic, partition, rate, lag, null);
+        }
+    }
 
-    /** An item of AssignRequest.members: the bare id of a member without a capacity of its own, else {id, capacity}. */
-    public static Object member(String id, Double capacity) {
-        return capacity == null ? id : new SizedMember(id, capacity);
+    /**
+     * A member of its own capacity or rack (its client.rack: zone-aware requests), in AssignRequest.members; a member
+     * sent as a bare id has the request's capacity and no rack.
+     */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record SizedMember(@JsonProperty(required = true) String id, Double capacity, String rack) {}
+
+    /**
+     * An item of AssignRequest.members: the bare id of a member without a capacity or rack of its own, else {id,
+     * capacity?, rack?}.
+     */
+    public static Object member(String id, Double capacity, String rack) {
+        return capacity == null && rack == null ? id : new SizedMember(id, capacity, rack);
     }
 
     /**
      * POST /v1/assign. Only what the assignors send; null fields are left out (the service's defaults). Each of
      * {@code members} is a String or a {@link SizedMember} ({@link #member}), as the contract's anyOf allows. With
      * {@code assignment} the request reports an assignment computed elsewhere (the broker-side assignor's): the
-     * service checks it places every partition once, on members, and stores it as the group's next version.
+     * service checks it places every partition once, on members, and stores it as the group's next version. With
+     * {@code dryRun} the answer is computed and not stored.
      */
     @JsonInclude(JsonInclude.Include.NON_NULL)
-    @JsonIgnoreProperties({
-        "consumer_throughput", "dry_run", "expected_version", "iteration_s", "previous_racks", "rebalance_s"
-    })
+    // previous_racks is for requests without members: the assignors always send theirs, each with its rack.
+    @JsonIgnoreProperties({"consumer_throughput", "expected_version", "iteration_s", "previous_racks", "rebalance_s"})
     public record AssignRequest(
             @JsonProperty(required = true) String algorithm,
             Double capacity,
@@ -54,21 +65,42 @@ public final class Api {
             List<PartitionRate> partitions,
             Map<String, List<PartitionRef>> previous,
             Map<String, Object> params,
-            Map<String, List<PartitionRef>> assignment) {
+            Map<String, List<PartitionRef>> assignment,
+            @JsonProperty("dry_run") Boolean dryRun) {
         /** A request for the service to compute. */
         public AssignRequest(String algorithm, Double capacity, String group, List<Object> members,
                 List<PartitionRate> partitions, Map<String, List<PartitionRef>> previous, Map<String, Object> params) {
-            this(algorithm, capacity, group, members, partitions, previous, params, null);
+            this(algorithm, capacity, group, members, partitions, previous, params, null, null);
+        }
+
+        /** A request that reports {@code assignment}, computed elsewhere. */
+        public AssignRequest(String algorithm, Double capacity, String group, List<Object> members,
+                List<PartitionRate> partitions, Map<String, List<PartitionRef>> previous, Map<String, Object> params,
+                Map<String, List<PartitionRef>> assignment) {
+            this(algorithm, capacity, group, members, partitions, previous, params, assignment, null);
+        }
+
+        /** The same request, answered without being stored. */
+        public AssignRequest asDryRun() {
+            return new AssignRequest(algorithm, capacity, group, members, partitions, previous, params, assignment, true);
+        }
+
+        /** The same request reporting {@code given}, computed by {@code by} with {@code byParams} (empty: none). */
+        public AssignRequest reporting(String by, Map<String, Object> byParams, Map<String, List<PartitionRef>> given) {
+            return new AssignRequest(by, capacity, group, members, partitions, previous,
+                    byParams.isEmpty() ? null : byParams, given, null);
         }
     }
 
-    /** A consumer's load; its rack and cross-zone rate (zone-aware answers) are not read yet. */
-    @JsonIgnoreProperties(value = {"rack", "cross_zone_rate"}, ignoreUnknown = true)
+    /** A consumer's load; zone-aware answers add its rack (null: not known) and the rate it reads across zones. */
+    @JsonIgnoreProperties(ignoreUnknown = true)
     public record ConsumerLoad(
             @JsonProperty(required = true) String id,
             double load,
             double utilization,
-            @JsonProperty("partition_count") int partitionCount) {}
+            @JsonProperty("partition_count") int partitionCount,
+            String rack,
+            @JsonProperty("cross_zone_rate") Double crossZoneRate) {}
 
     @JsonIgnoreProperties(ignoreUnknown = true)
     public record Move(
@@ -85,8 +117,11 @@ public final class Api {
             double rate,
             @JsonProperty(required = true) String consumer) {}
 
-    /** The answer of POST /v1/assign, without the delta and the algorithm's outputs, which the assignors do not use. */
-    @JsonIgnoreProperties(value = {"delta", "outputs", "cross_zone_rate"}, ignoreUnknown = true)
+    /**
+     * The answer of POST /v1/assign, without the delta and the algorithm's outputs, which the assignors do not use;
+     * {@code crossZoneRate}: zone-aware answers' rate read across zones, all consumers (null: a rack-free answer).
+     */
+    @JsonIgnoreProperties(value = {"delta", "outputs"}, ignoreUnknown = true)
     public record AssignResponse(
             @JsonProperty(required = true) String algorithm,
             double capacity,
@@ -100,13 +135,14 @@ public final class Api {
             @JsonProperty(value = "overloaded_members", required = true) List<String> overloadedMembers,
             @JsonProperty("recommended_consumers") Integer recommendedConsumers,
             String group,
-            Long version) {}
+            Long version,
+            @JsonProperty("cross_zone_rate") Double crossZoneRate) {}
 
     /**
-     * GET /v1/groups/{group}: what the broker-side assignor reads of it (the stored assignment and the consumers'
-     * racks are left out).
+     * GET /v1/groups/{group}: what the broker-side assignor reads of it (the stored assignment, the consumers'
+     * racks and their loads are left out).
      */
-    @JsonIgnoreProperties(value = {"assignment", "racks"}, ignoreUnknown = true)
+    @JsonIgnoreProperties(value = {"assignment", "racks", "loads"}, ignoreUnknown = true)
     public record GroupState(
             @JsonProperty(required = true) String group,
             long version,

@@ -16,6 +16,8 @@ import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor;
 import org.apache.kafka.common.Cluster;
 import org.apache.kafka.common.Configurable;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigException;
 import org.slf4j.Logger;
@@ -52,16 +54,23 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
     public static final String RATES_MAX_AGE_MS = "groupfit.rates.max.age.ms";
     /** The algorithm's parameters, a JSON object (e.g. least-loaded's {"mu":200,"w_sla":0.5}). */
     public static final String PARAMS = "groupfit.params";
+    /**
+     * Whether the brokers serve fetch-from-follower (KIP-392: a rack-aware {@code replica.selector.class}), so a
+     * member with a {@code client.rack} reads a partition from a replica in its rack: a partition's racks are then
+     * every replica's, else (the default) its leader's only.
+     */
+    public static final String FETCH_FROM_FOLLOWER = "groupfit.fetch.from.follower";
 
     private static final Logger log = LoggerFactory.getLogger(GroupfitAssignor.class);
 
     /** How the leader's last assign() went: "service", "fallback" or "pending" (a cooperative follow-up). */
     public record Report(
             String source, String reason, Double rscore, int moves, List<String> overloadedMembers,
-            Integer recommendedConsumers, int members, int partitions, long micros) {}
+            Integer recommendedConsumers, int members, int partitions, Double crossZoneRate, long micros) {}
 
-    /** A member as the leader sees it. */
-    record Member(String memberId, String identity, Double capacity, List<TopicPartition> owned, int generation) {}
+    /** A member as the leader sees it; {@code rack}: its client.rack (null: none). */
+    record Member(String memberId, String identity, Double capacity, List<TopicPartition> owned, int generation,
+            String rack) {}
 
     private GroupfitService service;
     private String group;
@@ -70,6 +79,7 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
     private Double defaultCapacity;
     private Duration timeout;
     private boolean cooperative;
+    private boolean fetchFromFollower;
     // This member's partitions and generation, sent in the next subscription (an EAGER member owns nothing when it
     // rejoins, so the leader learns what it read from here).
     private volatile List<TopicPartition> owned = List.of();
@@ -107,6 +117,11 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
             throw new ConfigException(REBALANCE_PROTOCOL, protocol, "must be eager or cooperative");
         }
         cooperative = protocol.equals("cooperative");
+        String follower = setting(configs, FETCH_FROM_FOLLOWER, "false").trim().toLowerCase();
+        if (!follower.equals("true") && !follower.equals("false")) {
+            throw new ConfigException(FETCH_FROM_FOLLOWER, follower, "must be true or false");
+        }
+        fetchFromFollower = follower.equals("true");
         Object token = configs.get(TOKEN);
         GroupfitClient client = new GroupfitClient(url.toString(), token == null ? null : token.toString(), timeout);
         Duration ratesMaxAge = Duration.ofMillis(Long.parseLong(setting(configs, RATES_MAX_AGE_MS, "10000")));
@@ -193,27 +208,32 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
         Map<String, Double> sizes = new HashMap<>(); // the members that advertise a capacity of their own
         members.stream().filter(m -> m.capacity() != null).forEach(m -> sizes.put(m.identity(), m.capacity()));
         boolean homogeneous = subscriptions.values().stream().map(s -> new HashSet<>(s.topics())).distinct().count() <= 1;
+        Map<String, String> racks = new HashMap<>(); // the members that run in a known rack
+        members.stream().filter(m -> m.rack() != null).forEach(m -> racks.put(m.identity(), m.rack()));
+        // Without a member's rack nothing can be read locally: the request stays rack-free.
+        Map<TopicPartition, List<String>> partitionRacks =
+                racks.isEmpty() ? Map.of() : partitionRacks(metadata, partitions, fetchFromFollower);
 
         Map<TopicPartition, String> target;
         Report report;
         if (cooperative && completesTransfer(identities, partitions, current)) {
             target = lastTarget;
             report = new Report("pending", "completing the previous rebalance's transfers", null, 0, List.of(), null,
-                    members.size(), partitions.size(), 0);
+                    members.size(), partitions.size(), null, 0);
         } else {
             String reason;
             try {
                 if (!homogeneous) {
                     throw new GroupfitService.UnusableAnswer("members subscribe to different topics");
                 }
-                GroupfitService.Answer answer = service.ask(
-                                group, defaultCapacity, identities, sizes, partitions, current, timeout)
+                GroupfitService.Answer answer = service.ask(group, defaultCapacity, identities, sizes, racks,
+                                partitions, partitionRacks, current, timeout)
                         .get(timeout.toNanos(), TimeUnit.NANOSECONDS);
                 Api.AssignResponse response = answer.response();
                 target = answer.owner();
                 report = new Report("service", "", response.rscore(), response.moves().size(),
                         response.overloadedMembers(), response.recommendedConsumers(), members.size(),
-                        partitions.size(), 0);
+                        partitions.size(), response.crossZoneRate(), 0);
                 reason = null;
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
@@ -229,7 +249,7 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
                 Local local = fallback(members, identities, partitions, current, subscriptions, homogeneous);
                 log.warn("groupfit gave group {} no usable assignment ({}); assigned locally {}", group, reason, local.how());
                 target = local.owner();
-                report = new Report("fallback", reason, null, 0, List.of(), null, members.size(), partitions.size(), 0);
+                report = new Report("fallback", reason, null, 0, List.of(), null, members.size(), partitions.size(), null, 0);
             }
         }
         lastTarget = target;
@@ -246,11 +266,13 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
         reassigner.led(!report.source().equals("fallback"), sizes);
         long micros = (System.nanoTime() - started) / 1000;
         lastReport = new Report(report.source(), report.reason(), report.rscore(), report.moves(),
-                report.overloadedMembers(), report.recommendedConsumers(), report.members(), report.partitions(), micros);
+                report.overloadedMembers(), report.recommendedConsumers(), report.members(), report.partitions(),
+                report.crossZoneRate(), micros);
         log.info("group {}: {} partitions to {} members via {} in {} ms; rscore {}, moves {}, withheld for revocation "
-                        + "{}, overloaded members {}, recommended consumers {}",
+                        + "{}, overloaded members {}, recommended consumers {}{}",
                 group, partitions.size(), members.size(), report.source(), micros / 1000.0, report.rscore(),
-                report.moves(), target.size() - now.size(), report.overloadedMembers(), report.recommendedConsumers());
+                report.moves(), target.size() - now.size(), report.overloadedMembers(), report.recommendedConsumers(),
+                report.crossZoneRate() == null ? "" : ", cross-zone rate " + report.crossZoneRate());
         if (!report.overloadedMembers().isEmpty()) {
             log.warn("group {}: members {} are over capacity; groupfit recommends {} consumers (the group has {})",
                     group, report.overloadedMembers(), report.recommendedConsumers(), members.size());
@@ -275,9 +297,49 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
             List<TopicPartition> owned = !subscription.ownedPartitions().isEmpty() ? subscription.ownedPartitions()
                     : data == null ? List.of() : data.owned();
             int generation = subscription.generationId().orElse(data == null ? -1 : data.generation());
-            members.add(new Member(memberId, identity, data == null ? null : data.capacity(), owned, generation));
+            String rack = subscription.rackId().filter(r -> !r.isEmpty()).orElse(null);
+            members.add(new Member(memberId, identity, data == null ? null : data.capacity(), owned, generation, rack));
         }
         return members;
+    }
+
+    /**
+     * Each partition's racks from the cluster metadata, sorted: its leader's broker's rack, or with {@code replicas}
+     * (the brokers serve fetch-from-follower) every replica's; a partition none of whose brokers has a rack (or
+     * without a leader, from the leader) is left out: it has no racks.
+     */
+    static Map<TopicPartition, List<String>> partitionRacks(
+            Cluster metadata, List<TopicPartition> partitions, boolean replicas) {
+        Map<TopicPartition, List<String>> racks = new HashMap<>();
+        for (TopicPartition tp : partitions) {
+            PartitionInfo info = metadata.partition(tp);
+            if (info == null) {
+                continue;
+            }
+            Set<String> found = new TreeSet<>();
+            for (Node node : replicas ? info.replicas() : new Node[] {info.leader()}) {
+                String rack = rackOf(metadata, node);
+                if (rack != null) {
+                    found.add(rack);
+                }
+            }
+            if (!found.isEmpty()) {
+                racks.put(tp, List.copyOf(found));
+            }
+        }
+        return racks;
+    }
+
+    /** A broker's rack: the node's own, else the cluster's node of that id (a partition's nodes may be bare ids). */
+    private static String rackOf(Cluster metadata, Node node) {
+        if (node == null || node.id() < 0) { // no leader
+            return null;
+        }
+        if (node.hasRack()) {
+            return node.rack();
+        }
+        Node known = metadata.nodeById(node.id());
+        return known != null && known.hasRack() ? known.rack() : null;
     }
 
     /** Who owns each partition now, by identity; a partition claimed twice goes to the newest generation. */

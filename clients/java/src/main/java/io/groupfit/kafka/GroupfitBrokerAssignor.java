@@ -2,12 +2,14 @@ package io.groupfit.kafka;
 
 import com.fasterxml.jackson.core.type.TypeReference;
 import io.groupfit.kafka.core.Algorithm;
+import io.groupfit.kafka.core.Holding;
 import io.groupfit.kafka.core.Outcome;
 import io.groupfit.kafka.core.Problem;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -26,6 +28,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
@@ -65,6 +68,13 @@ import org.slf4j.LoggerFactory;
  * members subscribe to different topics, the assignment is a uniform sticky one ({@link Balance#sticky}) over the
  * current assignment, logged. Member identities are the members' group.instance.id, else their member id; a
  * member's capacity is what {@code groupfit.member.capacities} says for its identity, else the capacity.
+ *
+ * <p>Zones: when a member has a rack (its client.rack) and a partition has racks (the describer's: every replica's
+ * broker's rack), the Java core, which has no zone mode, does not compute: {@code assign()} asks the service for the
+ * zone-aware assignment (a dry run, with the group's stored algorithm) and waits for it up to
+ * {@code groupfit.zones.timeout.ms}, holding the calling thread that long at most; the answer is then reported as the
+ * core's would be, so the stored version is always what the group holds. When it does not answer in time, the core
+ * computes as without racks, and the report carries the racks (the service records the cross-zone rate).
  */
 public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, Configurable, AutoCloseable {
     public static final String URL = "groupfit.url";
@@ -75,6 +85,8 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
     public static final String PARAMS = "groupfit.params";
     public static final String REFRESH_MS = "groupfit.refresh.ms";
     public static final String BOOTSTRAP_SERVERS = "groupfit.bootstrap.servers";
+    /** How long assign() waits for the service's zone-aware answer (members and partitions with racks). */
+    public static final String ZONES_TIMEOUT_MS = "groupfit.zones.timeout.ms";
 
     private static final Logger log = LoggerFactory.getLogger(GroupfitBrokerAssignor.class);
     /** How long one background read or report may take. */
@@ -83,28 +95,54 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
     private static final int REPORTS_QUEUED = 64;
 
     /** A topic's stored rates and lags, by partition number (NaN: none stored). */
-    record TopicRates(double[] rate, double[] lag) {}
+    record TopicRates(double[] rate, double[] lag) {
+        boolean sameAs(TopicRates other) {
+            return Arrays.equals(rate, other.rate) && Arrays.equals(lag, other.lag);
+        }
+    }
 
     /**
      * What the background knows of a group: its stored rates by topic (null: none stored yet), the algorithm the
-     * core runs for it (the group's stored one when the core runs it, else the configured one) and the group's
-     * stored capacity (null: none).
+     * core runs for it (the group's stored one when the core runs it, else the configured one), the group's stored
+     * capacity (null: none) and the algorithm the service is asked for when the group is zone-aware (the group's
+     * stored one, which the service runs whatever it is, else the configured one).
      */
-    record Knowledge(Map<String, TopicRates> rates, Algorithm algorithm, Double storedCapacity) {}
+    record Knowledge(Map<String, TopicRates> rates, Algorithm algorithm, Double storedCapacity, String zoneAlgorithm) {
+        /** The same rates, algorithms and capacity (a read that found nothing new). */
+        boolean sameAs(Knowledge other) {
+            if (!algorithm.name().equals(other.algorithm.name()) || !algorithm.params().equals(other.algorithm.params())
+                    || !java.util.Objects.equals(storedCapacity, other.storedCapacity)
+                    || !zoneAlgorithm.equals(other.zoneAlgorithm)) {
+                return false;
+            }
+            if (rates == null || other.rates == null) {
+                return rates == other.rates;
+            }
+            return rates.keySet().equals(other.rates.keySet())
+                    && rates.entrySet().stream().allMatch(e -> e.getValue().sameAs(other.rates.get(e.getKey())));
+        }
+
+        /** The zone-aware request's parameters: the configured ones for the configured algorithm, else none. */
+        Map<String, Object> zoneParams() {
+            return zoneAlgorithm.equals(algorithm.name()) ? algorithm.params() : Map.of();
+        }
+    }
 
     /** How one assign() went: where the target came from, why, and how long it held the calling thread. */
     public record Report(String group, String source, String algorithm, String reason, int members, int partitions,
-            int moves, double rscore, long micros) {}
+            int moves, double rscore, Double crossZoneRate, long micros) {}
 
     private GroupfitClient client;
     private Double capacity;
     private Map<String, Double> memberCapacities;
     private Algorithm configured;
     private Duration refresh;
+    private Duration zonesTimeout;
     private Properties adminConfig;
     private final Map<String, String> groupOfMember = new ConcurrentHashMap<>();
     private final Map<Uuid, String> topicNames = new ConcurrentHashMap<>();
     final Map<String, Knowledge> knowledge = new ConcurrentHashMap<>(); // by group; read by tests
+    final Map<String, GroupMemo> memos = new ConcurrentHashMap<>(); // by group, as long as its knowledge
     private final Set<String> resolving = ConcurrentHashMap.newKeySet();
     private final ScheduledExecutorService background = Executors.newSingleThreadScheduledExecutor(runnable -> {
         Thread thread = new Thread(runnable, "groupfit-assignor-background");
@@ -147,6 +185,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         configured = algorithm(GroupfitAssignor.setting(configs, ALGORITHM, "mwf"),
                 GroupfitAssignor.setting(configs, PARAMS, ""));
         refresh = Duration.ofMillis(Long.parseLong(GroupfitAssignor.setting(configs, REFRESH_MS, "10000")));
+        zonesTimeout = Duration.ofMillis(Long.parseLong(GroupfitAssignor.setting(configs, ZONES_TIMEOUT_MS, "1000")));
         client = client(url, GroupfitAssignor.setting(configs, TOKEN, ""));
         adminConfig = new Properties();
         adminConfig.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap(configs));
@@ -247,23 +286,23 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
     public GroupAssignment assign(GroupSpec groupSpec, SubscribedTopicDescriber describer)
             throws PartitionAssignorException {
         long started = System.nanoTime();
-        String[] memberIds = groupSpec.memberIds().toArray(new String[0]);
-        Arrays.sort(memberIds);
+        Collection<String> ids = groupSpec.memberIds();
+        String[] memberIds = ids.toArray(new String[0]);
         Map<String, String> identityOf = new HashMap<>(2 * memberIds.length);
         Map<String, String> memberOf = new HashMap<>(2 * memberIds.length);
-        for (String memberId : memberIds) {
-            String identity = groupSpec.memberSubscription(memberId).instanceId().orElse(memberId);
-            if (memberOf.putIfAbsent(identity, memberId) != null) {
-                identity = memberId; // two members claim one instance id: the coordinator fences one soon
-                memberOf.put(identity, memberId);
-            }
-            identityOf.put(memberId, identity);
+        if (!identities(groupSpec, memberIds, identityOf, memberOf)) {
+            // two members claim one instance id (the coordinator fences one soon): the first by member id keeps it
+            Arrays.sort(memberIds);
+            identityOf.clear();
+            memberOf.clear();
+            identities(groupSpec, memberIds, identityOf, memberOf);
         }
-        Set<Uuid> subscribed = new HashSet<>();
+        Set<Uuid> subscribed;
         boolean homogeneous = true;
         if (groupSpec.subscriptionType() == SubscriptionType.HOMOGENEOUS && memberIds.length > 0) {
-            subscribed.addAll(groupSpec.memberSubscription(memberIds[0]).subscribedTopicIds());
+            subscribed = groupSpec.memberSubscription(memberIds[0]).subscribedTopicIds();
         } else {
+            subscribed = new HashSet<>();
             for (String memberId : memberIds) {
                 subscribed.addAll(groupSpec.memberSubscription(memberId).subscribedTopicIds());
             }
@@ -278,12 +317,16 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
                 break;
             }
         }
-        boolean named = subscribed.stream().allMatch(topicNames::containsKey);
+        boolean named = true;
+        for (Uuid topicId : subscribed) {
+            named &= topicNames.containsKey(topicId);
+        }
         Knowledge known = group == null ? null : knowledge.get(group);
         Double used = capacity != null ? capacity : known == null ? null : known.storedCapacity();
         String reason;
         GroupAssignment assignment = null;
         Outcome outcome = null;
+        Api.AssignResponse answered = null; // the service's zone-aware answer
         if (memberIds.length == 0 || subscribed.isEmpty()) {
             reason = "nothing to assign";
         } else if (group == null) {
@@ -297,19 +340,47 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         } else if (used == null) {
             reason = "no capacity: set " + CAPACITY + " or store one for the group";
         } else {
-            try {
-                Computed computed = compute(groupSpec, describer, memberIds, identityOf, memberOf, subscribed, known,
-                        used);
-                if (computed == null) {
-                    reason = "no rates are stored for the group's partitions";
-                } else {
-                    outcome = computed.outcome();
-                    assignment = computed.assignment();
-                    report(group, known.algorithm(), used, outcome, computed.topicIds(), known.rates());
-                    reason = "";
+            String zoneReason = "";
+            Zoned zoned = zoned(groupSpec, describer, memberIds, identityOf, subscribed, known, used, group);
+            if (zoned != null) {
+                try {
+                    Api.AssignResponse answer = askZoned(zoned);
+                    assignment = fromAnswer(answer, zoned, memberOf);
+                    answered = answer;
+                    report(group, () -> zoned.request().reporting(answer.algorithm(), known.zoneParams(),
+                            answer.assignment()));
+                } catch (Exception e) {
+                    if (e instanceof InterruptedException) {
+                        Thread.currentThread().interrupt();
+                    }
+                    zoneReason = "the service's zone-aware answer: " + GroupfitService.reason(e)
+                            + "; computed without racks";
+                    log.warn("groupfit assignor: group {}: no zone-aware answer from groupfit ({}); the core computes "
+                            + "without racks", group, GroupfitService.reason(e));
                 }
-            } catch (IllegalArgumentException e) {
-                reason = e.getMessage();
+            }
+            reason = zoneReason;
+            if (assignment == null) {
+                try {
+                    Computed computed = compute(memos.computeIfAbsent(group, g -> new GroupMemo()), groupSpec,
+                            describer, identityOf, memberOf, subscribed, known, used);
+                    if (computed == null) {
+                        reason = "no rates are stored for the group's partitions";
+                    } else {
+                        outcome = computed.outcome();
+                        assignment = computed.assignment();
+                        Outcome computedOutcome = outcome;
+                        Algorithm ran = known.algorithm();
+                        String reported = group;
+                        double capacityUsed = used;
+                        // with racks the report carries them: the service records the cross-zone rate
+                        report(group, () -> zoned != null
+                                ? zoned.request().reporting(ran.name(), ran.params(), given(computedOutcome))
+                                : reportRequest(reported, ran, capacityUsed, computedOutcome, known.rates()));
+                    }
+                } catch (IllegalArgumentException e) {
+                    reason = e.getMessage();
+                }
             }
         }
         int partitions;
@@ -318,15 +389,28 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             assignment = fallback.assignment();
             partitions = fallback.partitions();
         } else {
-            partitions = outcome.problem().size();
+            partitions = answered != null ? answered.assignment().values().stream().mapToInt(List::size).sum()
+                    : outcome.problem().size();
         }
         long micros = (System.nanoTime() - started) / 1000;
-        String source = outcome != null ? "core" : "fallback";
-        String algorithm = outcome != null ? outcome.algorithm() : "uniform-sticky";
-        lastReport = new Report(group, source, algorithm, reason, memberIds.length, partitions,
-                outcome == null ? 0 : outcome.moves(), outcome == null ? 0 : outcome.rscore(), micros);
+        String source = answered != null ? "service" : outcome != null ? "core" : "fallback";
+        String algorithm = answered != null ? answered.algorithm() : outcome != null ? outcome.algorithm()
+                : "uniform-sticky";
+        int moves = answered != null ? answered.moves().size() : outcome == null ? 0 : outcome.moves();
+        double rscore = answered != null ? answered.rscore() : outcome == null ? 0 : outcome.rscore();
+        Double crossZoneRate = answered == null ? null : answered.crossZoneRate();
+        lastReport = new Report(group, source, algorithm, reason, memberIds.length, partitions, moves, rscore,
+                crossZoneRate, micros);
         prepare(group, memberIds, subscribed);
-        if (outcome != null) {
+        if (!log.isInfoEnabled()) {
+            return assignment;
+        }
+        if (answered != null) {
+            log.info("groupfit assignor: group {}, {} partitions to {} members via service ({} zone-aware; rscore {}, "
+                    + "{} moves, overloaded {}, cross-zone rate {}); held the coordinator {} ms", group, partitions,
+                    memberIds.length, algorithm, rscore, moves, answered.overloadedMembers(), crossZoneRate,
+                    micros / 1000.0);
+        } else if (outcome != null) {
             log.info("groupfit assignor: group {}, {} partitions to {} members via core ({}; rscore {}, {} moves, "
                     + "overloaded {}); held the coordinator {} ms", group, partitions, memberIds.length, algorithm,
                     outcome.rscore(), outcome.moves(), outcome.overloaded(), micros / 1000.0);
@@ -337,101 +421,271 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         return assignment;
     }
 
+    /** Each member's identity (its instance id, else its member id) both ways; false when two members claim one. */
+    private static boolean identities(GroupSpec groupSpec, String[] memberIds, Map<String, String> identityOf,
+            Map<String, String> memberOf) {
+        boolean distinct = true;
+        for (String memberId : memberIds) {
+            String identity = groupSpec.memberSubscription(memberId).instanceId().orElse(memberId);
+            if (memberOf.putIfAbsent(identity, memberId) != null) {
+                distinct = false;
+                identity = memberId;
+                memberOf.put(identity, memberId);
+            }
+            identityOf.put(memberId, identity);
+        }
+        return distinct;
+    }
+
     private record Computed(Outcome outcome, GroupAssignment assignment, Uuid[] topicIds) {}
 
-    /** The core's assignment, or null when none of the partitions has a stored rate. */
-    private Computed compute(GroupSpec groupSpec, SubscribedTopicDescriber describer, String[] memberIds,
+    /**
+     * The core's assignment, or null when none of the partitions has a stored rate. What the memo kept is used
+     * where it was made from the same inputs (the layout and rates, a member's very assignment map, the identities),
+     * so the call costs what changed since the last one; a member whose partitions stay the same gets its current
+     * assignment map back (the coordinator then sees it unchanged at once), the others compact sets.
+     */
+    private Computed compute(GroupMemo memo, GroupSpec groupSpec, SubscribedTopicDescriber describer,
             Map<String, String> identityOf, Map<String, String> memberOf, Set<Uuid> subscribed, Knowledge known,
             double used) {
+        GroupMemo.State before = memo.state;
+        GroupMemo.Table kept = before.table();
         // Topics by name, partitions by number: the request order is the (topic, partition) order.
-        Uuid[] topicIds = subscribed.toArray(new Uuid[0]);
-        Arrays.sort(topicIds, (a, b) -> topicNames.get(a).compareTo(topicNames.get(b)));
-        int total = 0;
+        Uuid[] topicIds;
+        if (kept != null && kept.topicIds().length == subscribed.size() && kept.topicOf().keySet().containsAll(subscribed)) {
+            topicIds = kept.topicIds();
+        } else {
+            topicIds = byName(subscribed);
+        }
         int[] counts = new int[topicIds.length];
+        int[] unassignable = new int[0];
+        int unassignableCount = 0;
+        int global = 0;
         for (int t = 0; t < topicIds.length; t++) {
             counts[t] = describer.numPartitions(topicIds[t]);
-            total += counts[t];
-        }
-        Problem.Builder builder = new Problem.Builder(used, total);
-        Map<Uuid, int[]> indexOf = new HashMap<>(2 * topicIds.length);
-        boolean anyRate = false;
-        for (int t = 0; t < topicIds.length; t++) {
-            String name = topicNames.get(topicIds[t]);
-            int topic = builder.topic(name);
-            TopicRates rates = known.rates().get(name);
-            int[] index = new int[counts[t]];
-            for (int p = 0; p < counts[t]; p++) {
-                index[p] = -1;
-                if (groupSpec.isPartitionAssignable(topicIds[t], p)) {
-                    double rate = rates == null || p >= rates.rate().length ? Double.NaN : rates.rate()[p];
-                    anyRate |= !Double.isNaN(rate);
-                    index[p] = builder.partition(topic, p, Double.isNaN(rate) ? 0.0 : rate,
-                            rates == null || p >= rates.lag().length ? Double.NaN : rates.lag()[p]);
+            for (int p = 0; p < counts[t]; p++, global++) {
+                if (!groupSpec.isPartitionAssignable(topicIds[t], p)) {
+                    if (unassignableCount == unassignable.length) {
+                        unassignable = Arrays.copyOf(unassignable, Math.max(16, 2 * unassignableCount));
+                    }
+                    unassignable[unassignableCount++] = global;
                 }
             }
-            indexOf.put(topicIds[t], index);
         }
-        if (!anyRate) {
-            return null; // all rates zero would put every partition on one member: balanced counts serve better
+        unassignable = Arrays.copyOf(unassignable, unassignableCount);
+        GroupMemo.Table table = GroupMemo.table(kept, known, topicIds, counts, unassignable, topicNames::get);
+        if (table == null) {
+            return null;
         }
-        int[] consumer = new int[memberIds.length];
-        for (int m = 0; m < memberIds.length; m++) {
-            String identity = identityOf.get(memberIds[m]);
-            consumer[m] = builder.consumer(identity);
-            builder.member(consumer[m], memberCapacities.getOrDefault(identity, Double.NaN));
+        String[] natural = GroupMemo.natural(before.natural(), memberOf.keySet());
+        Problem.Builder builder = new Problem.Builder(used, table.partitions());
+        Map<String, GroupMemo.Seen> seen = new HashMap<>(2 * natural.length);
+        String[] memberOfConsumer = new String[natural.length];
+        @SuppressWarnings("unchecked")
+        Map<Uuid, Set<Integer>>[] current = new Map[natural.length];
+        for (String identity : natural) { // consumers in natural order: the core's sorts find them sorted
+            int c = builder.consumer(identity);
+            builder.member(c, memberCapacities.getOrDefault(identity, Double.NaN));
         }
-        for (int m = 0; m < memberIds.length; m++) {
-            for (Map.Entry<Uuid, Set<Integer>> held : groupSpec.memberAssignment(memberIds[m]).partitions().entrySet()) {
-                int[] index = indexOf.get(held.getKey());
-                if (index == null) {
-                    continue; // a topic no longer subscribed
-                }
-                for (int p : held.getValue()) {
-                    if (p < index.length && index[p] >= 0) {
-                        builder.previous(consumer[m], index[p]);
-                    }
-                }
+        for (int c = 0; c < natural.length; c++) {
+            String memberId = memberOf.get(natural[c]);
+            Map<Uuid, Set<Integer>> assignment = groupSpec.memberAssignment(memberId).partitions();
+            Holding holding = GroupMemo.holding(before.seen().get(memberId), assignment, table);
+            seen.put(memberId, new GroupMemo.Seen(assignment, holding));
+            memberOfConsumer[c] = memberId;
+            current[c] = assignment;
+            if (holding.size() > 0) {
+                builder.previous(c, holding);
             }
         }
         Outcome outcome = known.algorithm().solve(builder.build());
+        memo.publish(new GroupMemo.State(table, seen, natural));
         Problem problem = outcome.problem();
-        Map<String, MemberAssignment> members = new HashMap<>(2 * memberIds.length);
-        int[] perTopic = new int[topicIds.length];
+        Map<String, MemberAssignment> members = new HashMap<>(2 * natural.length);
         for (int i = 0; i < outcome.consumerCount(); i++) {
-            int[] held = outcome.partitions(i);
-            Arrays.fill(perTopic, 0);
-            for (int j : held) {
-                perTopic[problem.topicIndex(j)]++;
+            int c = outcome.consumerIndex(i);
+            if (c >= natural.length) {
+                throw new IllegalStateException("the core answered a consumer that is not a member: " + outcome.consumer(i));
             }
-            Map<Uuid, Set<Integer>> mine = new HashMap<>(2 * topicIds.length);
-            @SuppressWarnings("unchecked")
-            Set<Integer>[] sets = new Set[topicIds.length];
-            for (int j : held) {
-                int t = problem.topicIndex(j);
-                if (sets[t] == null) {
-                    sets[t] = new HashSet<>((int) (perTopic[t] / 0.75f) + 1);
-                    mine.put(topicIds[t], sets[t]);
-                }
-                sets[t].add(problem.partition(j));
-            }
-            members.put(memberOf.get(outcome.consumer(i)), () -> mine);
+            Map<Uuid, Set<Integer>> mine = outcome.unchanged(i) ? current[c] : assignment(problem, outcome.partitions(i),
+                    topicIds, table);
+            members.put(memberOfConsumer[c], () -> mine);
         }
-        for (String memberId : memberIds) {
+        for (String memberId : memberOfConsumer) {
             members.putIfAbsent(memberId, Map::of);
         }
         return new Computed(outcome, new GroupAssignment(members), topicIds);
     }
 
     /**
+     * The topics sorted by name (the request's order). Iterated: the coordinator's set of a member's topic ids
+     * (TopicIds) throws on toArray.
+     */
+    private Uuid[] byName(Set<Uuid> topics) {
+        Uuid[] sorted = new Uuid[topics.size()];
+        int i = 0;
+        for (Uuid topicId : topics) {
+            sorted[i++] = topicId;
+        }
+        Arrays.sort(sorted, (a, b) -> topicNames.get(a).compareTo(topicNames.get(b)));
+        return sorted;
+    }
+
+    /** A member's partitions (indices into the problem) as the coordinator takes them: a set per topic. */
+    private static Map<Uuid, Set<Integer>> assignment(Problem problem, int[] held, Uuid[] topicIds,
+            GroupMemo.Table table) {
+        if (held.length == 0) {
+            return Map.of();
+        }
+        int[] sorted = held.clone();
+        Arrays.sort(sorted); // index order is (topic, partition) order: a run per topic, partitions ascending
+        Map<Uuid, Set<Integer>> byTopic = new HashMap<>(4);
+        for (int from = 0; from < sorted.length; ) {
+            int t = problem.topicIndex(sorted[from]);
+            int to = from + 1;
+            while (to < sorted.length && problem.topicIndex(sorted[to]) == t) {
+                to++;
+            }
+            int[] numbers = new int[to - from];
+            for (int k = from; k < to; k++) {
+                numbers[k - from] = problem.partition(sorted[k]);
+            }
+            byTopic.put(topicIds[t], new PartitionSet(numbers));
+            from = to;
+        }
+        return Collections.unmodifiableMap(byTopic);
+    }
+
+    /**
+     * A zone-aware group as the service sees it: the request (a dry run: the partitions in (topic, partition) order
+     * with their rates, lags and racks, the previous owners, the members with their capacities and racks), its
+     * topics' ids by name and its members' identities.
+     */
+    record Zoned(Api.AssignRequest request, Map<String, Uuid> topicIdOf, List<String> identities) {}
+
+    /**
+     * The group's zone-aware request, or null where racks change nothing: no member names its rack, no partition has
+     * racks, or no partition has a stored rate. Made from the spec (the core's memo is for the core's problems).
+     */
+    private Zoned zoned(GroupSpec groupSpec, SubscribedTopicDescriber describer, String[] memberIds,
+            Map<String, String> identityOf, Set<Uuid> subscribed, Knowledge known, double used, String group) {
+        Map<String, String> memberRacks = new TreeMap<>();
+        for (String memberId : memberIds) {
+            groupSpec.memberSubscription(memberId).rackId().filter(r -> !r.isEmpty())
+                    .ifPresent(rack -> memberRacks.put(identityOf.get(memberId), rack));
+        }
+        if (memberRacks.isEmpty()) {
+            return null; // the describer is not even asked
+        }
+        Uuid[] topicIds = byName(subscribed);
+        Map<String, Uuid> topicIdOf = new HashMap<>();
+        Map<Uuid, Set<Integer>> assignable = new HashMap<>();
+        List<Api.PartitionRate> partitions = new ArrayList<>();
+        boolean anyRacks = false;
+        boolean anyRate = false;
+        for (Uuid topicId : topicIds) {
+            String name = topicNames.get(topicId);
+            topicIdOf.put(name, topicId);
+            TopicRates rates = known.rates().get(name);
+            for (int p = 0; p < describer.numPartitions(topicId); p++) {
+                if (!groupSpec.isPartitionAssignable(topicId, p)) {
+                    continue;
+                }
+                assignable.computeIfAbsent(topicId, t -> new HashSet<>()).add(p);
+                double rate = rates == null || p >= rates.rate().length ? Double.NaN : rates.rate()[p];
+                double lag = rates == null || p >= rates.lag().length ? Double.NaN : rates.lag()[p];
+                Set<String> racks = describer.racksForPartition(topicId, p);
+                anyRate |= !Double.isNaN(rate);
+                anyRacks |= !racks.isEmpty();
+                partitions.add(new Api.PartitionRate(name, p, Double.isNaN(rate) ? 0.0 : rate,
+                        Double.isNaN(lag) ? null : lag, racks.isEmpty() ? null : List.copyOf(new TreeSet<>(racks))));
+            }
+        }
+        if (!anyRacks || !anyRate) {
+            return null;
+        }
+        Map<String, List<Api.PartitionRef>> previous = new TreeMap<>();
+        List<String> identities = new ArrayList<>();
+        for (String memberId : memberIds) {
+            String identity = identityOf.get(memberId);
+            identities.add(identity);
+            groupSpec.memberAssignment(memberId).partitions().forEach((topicId, held) -> {
+                Set<Integer> still = assignable.getOrDefault(topicId, Set.of()); // a topic no longer subscribed: none
+                for (int p : new TreeSet<>(held)) {
+                    if (still.contains(p)) {
+                        previous.computeIfAbsent(identity, i -> new ArrayList<>())
+                                .add(new Api.PartitionRef(topicNames.get(topicId), p));
+                    }
+                }
+            });
+        }
+        identities.sort(null);
+        List<Object> members = new ArrayList<>();
+        for (String identity : identities) {
+            Double own = memberCapacities.get(identity);
+            members.add(Api.member(identity, own == null || own == used ? null : own, memberRacks.get(identity)));
+        }
+        Map<String, Object> params = known.zoneParams();
+        Api.AssignRequest request = new Api.AssignRequest(known.zoneAlgorithm(), used, group, members, partitions,
+                previous, params.isEmpty() ? null : params).asDryRun();
+        return new Zoned(request, topicIdOf, identities);
+    }
+
+    /**
+     * The service's answer to the zone-aware request, waited for up to groupfit.zones.timeout.ms; throws when it
+     * does not come or does not fit the group (every partition once, on members). A dry run: what the group holds is
+     * stored by the report that follows, so a late answer is never stored as the group's version.
+     */
+    private Api.AssignResponse askZoned(Zoned zoned) throws Exception {
+        Api.AssignResponse answer = client.assign(zoned.request(), zonesTimeout)
+                .get(zonesTimeout.toMillis(), TimeUnit.MILLISECONDS);
+        List<org.apache.kafka.common.TopicPartition> partitions = new ArrayList<>();
+        for (Api.PartitionRate partition : zoned.request().partitions()) {
+            partitions.add(new org.apache.kafka.common.TopicPartition(partition.topic(), partition.partition()));
+        }
+        GroupfitService.check(answer, zoned.identities(), partitions);
+        return answer;
+    }
+
+    /** The service's checked answer as the coordinator's assignment (members it gives nothing get an empty one). */
+    private static GroupAssignment fromAnswer(Api.AssignResponse answer, Zoned zoned, Map<String, String> memberOf) {
+        Map<String, MemberAssignment> members = new HashMap<>();
+        answer.assignment().forEach((identity, held) -> {
+            Map<Uuid, Set<Integer>> mine = new HashMap<>();
+            for (Api.PartitionRef ref : held) {
+                mine.computeIfAbsent(zoned.topicIdOf().get(ref.topic()), t -> new HashSet<>()).add(ref.partition());
+            }
+            members.put(memberOf.get(identity), () -> mine);
+        });
+        for (String identity : zoned.identities()) {
+            members.putIfAbsent(memberOf.get(identity), Map::of);
+        }
+        return new GroupAssignment(members);
+    }
+
+    /** The core's outcome as the request's assignment: consumer → its partitions. */
+    private static Map<String, List<Api.PartitionRef>> given(Outcome outcome) {
+        Problem problem = outcome.problem();
+        Map<String, List<Api.PartitionRef>> assignment = new LinkedHashMap<>();
+        for (int i = 0; i < outcome.consumerCount(); i++) {
+            List<Api.PartitionRef> held = new ArrayList<>();
+            for (int j : outcome.partitions(i)) {
+                held.add(new Api.PartitionRef(problem.topic(j), problem.partition(j)));
+            }
+            assignment.put(outcome.consumer(i), held);
+        }
+        return assignment;
+    }
+
+    /**
      * Hands the answer to the reporting thread: POST /v1/assign with it given, as the group's next version (the
      * benchmark leaves it out: on two cores the reports of a tight loop would take the CPU it measures).
      */
-    void report(String group, Algorithm algorithm, double used, Outcome outcome, Uuid[] topicIds,
-            Map<String, TopicRates> rates) {
+    void report(String group, Supplier<Api.AssignRequest> request) {
         reporter.execute(() -> {
             CompletableFuture<Api.AssignResponse> sent;
             try {
-                sent = client.assign(reportRequest(group, algorithm, used, outcome, rates), CALL);
+                sent = client.assign(request.get(), CALL);
             } catch (RuntimeException e) {
                 sent = CompletableFuture.failedFuture(e);
             }
@@ -465,17 +719,12 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             }
         }
         List<Object> members = new ArrayList<>();
-        Map<String, List<Api.PartitionRef>> assignment = new LinkedHashMap<>();
         for (int i = 0; i < outcome.consumerCount(); i++) {
             String consumer = outcome.consumer(i);
             double own = problem.capacityOf(consumer);
-            members.add(Api.member(consumer, own == used ? null : own));
-            List<Api.PartitionRef> held = new ArrayList<>();
-            for (int j : outcome.partitions(i)) {
-                held.add(new Api.PartitionRef(problem.topic(j), problem.partition(j)));
-            }
-            assignment.put(consumer, held);
+            members.add(Api.member(consumer, own == used ? null : own, null));
         }
+        Map<String, List<Api.PartitionRef>> assignment = given(outcome);
         Map<String, Object> params = algorithm.params();
         return new Api.AssignRequest(algorithm.name(), used, group, members, partitions, previous,
                 params.isEmpty() ? null : params, assignment);
@@ -529,8 +778,17 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
      * first time it is met.
      */
     private void prepare(String group, String[] memberIds, Collection<Uuid> topicIds) {
-        List<String> unknownMembers = Arrays.stream(memberIds).filter(m -> !groupOfMember.containsKey(m)).toList();
-        boolean unknownTopics = topicIds.stream().anyMatch(t -> !topicNames.containsKey(t));
+        boolean allKnown = true;
+        for (String memberId : memberIds) {
+            allKnown &= groupOfMember.containsKey(memberId);
+        }
+        List<String> unknownMembers = allKnown ? List.of()
+                : Arrays.stream(memberIds).filter(m -> !groupOfMember.containsKey(m)).toList();
+        boolean topicsKnown = true;
+        for (Uuid topicId : topicIds) {
+            topicsKnown &= topicNames.containsKey(topicId);
+        }
+        boolean unknownTopics = !topicsKnown;
         if (group != null && unknownMembers.isEmpty() && !unknownTopics) {
             if (!knowledge.containsKey(group) && resolving.add(group)) {
                 background.execute(() -> {
@@ -594,13 +852,21 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             Api.StoredRates rates = absentIfNotFound(client.rates(group, CALL));
             Api.GroupState state = absentIfNotFound(client.group(group, CALL));
             Knowledge learnt = knowledge(rates, state);
-            Knowledge before = knowledge.put(group, learnt);
+            Knowledge before = knowledge.get(group);
+            if (before != null && before.sameAs(learnt)) {
+                return; // kept as it is: what assign() made from it stays valid
+            }
+            knowledge.put(group, learnt);
+            GroupMemo memo = memos.get(group);
+            if (memo != null) {
+                memo.prepare(learnt, topicNames::get); // the coordinator's next call finds the new rates sorted
+            }
             if (learnt.rates() != null && (before == null || before.rates() == null)) {
                 log.info("groupfit assignor: group {} learnt: rates of {} partitions, algorithm {}, stored capacity {}",
                         group, rates.partitions().size(), learnt.algorithm().name(), learnt.storedCapacity());
             }
         } catch (Exception e) {
-            knowledge.putIfAbsent(group, new Knowledge(null, configured, null));
+            knowledge.putIfAbsent(group, new Knowledge(null, configured, null, configured.name()));
             log.warn("groupfit assignor: could not read group {} from groupfit: {}", group, GroupfitService.reason(e));
         }
     }
@@ -646,11 +912,13 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             if (Algorithm.runs(state.algorithm())) {
                 algorithm = Algorithm.of(state.algorithm(), Map.of());
             } else {
-                log.warn("groupfit assignor: group {}'s algorithm {} is not one the broker runs ({}); it runs {}",
-                        state.group(), state.algorithm(), Algorithm.NAMES, configured.name());
+                log.warn("groupfit assignor: group {}'s algorithm {} is not one the broker runs ({}); it runs {} (a "
+                        + "zone-aware group is asked of the service with {})", state.group(), state.algorithm(),
+                        Algorithm.NAMES, configured.name(), state.algorithm());
             }
         }
-        return new Knowledge(rates, algorithm, state == null ? null : state.capacity());
+        return new Knowledge(rates, algorithm, state == null ? null : state.capacity(),
+                state == null ? configured.name() : state.algorithm());
     }
 
     private void learnGroups() throws Exception {

@@ -113,14 +113,17 @@ public final class GroupfitService {
     /**
      * Ask for `group`'s assignment of `partitions` over `members` (identities), starting from `previousOwner`. A
      * member in `sizes` is sent with that capacity of its own; the others have `capacity` (null: the group's stored
-     * capacity). Both calls share `timeout`.
+     * capacity). A member in `racks` is sent with its rack, a partition in `partitionRacks` with its racks (a
+     * zone-aware request when both name some). Both calls share `timeout`.
      */
     public CompletableFuture<Answer> ask(
             String group,
             Double capacity,
             List<String> members,
             Map<String, Double> sizes,
+            Map<String, String> racks,
             List<TopicPartition> partitions,
+            Map<TopicPartition, List<String>> partitionRacks,
             Map<TopicPartition, String> previousOwner,
             Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
@@ -132,13 +135,13 @@ public final class GroupfitService {
             List<Api.PartitionRate> withRates = new ArrayList<>(partitions.size());
             for (TopicPartition tp : partitions) {
                 Api.PartitionRate known = rates.get(tp);
-                withRates.add(new Api.PartitionRate(
-                        tp.topic(), tp.partition(), known == null ? 0.0 : known.rate(), known == null ? null : known.lag()));
+                withRates.add(new Api.PartitionRate(tp.topic(), tp.partition(), known == null ? 0.0 : known.rate(),
+                        known == null ? null : known.lag(), partitionRacks.get(tp)));
             }
             Map<String, List<Api.PartitionRef>> previous = new TreeMap<>();
             previousOwner.forEach((tp, member) -> previous.computeIfAbsent(member, m -> new ArrayList<>())
                     .add(new Api.PartitionRef(tp.topic(), tp.partition())));
-            List<Object> sized = members.stream().map(id -> Api.member(id, sizes.get(id))).toList();
+            List<Object> sized = members.stream().map(id -> Api.member(id, sizes.get(id), racks.get(id))).toList();
             Api.AssignRequest request =
                     new Api.AssignRequest(algorithm, capacity, group, sized, withRates, previous, params);
             long remaining = deadline - System.nanoTime();

@@ -15,13 +15,20 @@ import org.apache.kafka.coordinator.group.api.assignor.SubscriptionType;
 
 /**
  * A group spec as the coordinator builds it, for tests and the benchmark: every member subscribes to `topics`,
- * holds `current`, and has the instance id `instanceId` gives it.
+ * holds `current`, and has the instance id `instanceId` gives it and the rack (client.rack) `rack` gives it.
  */
 record FakeGroupSpec(
         List<String> members,
         Set<Uuid> topics,
         Map<String, Map<Uuid, Set<Integer>>> current,
-        Function<String, Optional<String>> instanceId) implements GroupSpec {
+        Function<String, Optional<String>> instanceId,
+        Function<String, Optional<String>> rack) implements GroupSpec {
+
+    /** Members without racks. */
+    FakeGroupSpec(List<String> members, Set<Uuid> topics, Map<String, Map<Uuid, Set<Integer>>> current,
+            Function<String, Optional<String>> instanceId) {
+        this(members, topics, current, instanceId, member -> Optional.empty());
+    }
 
     public Collection<String> memberIds() {
         return members;
@@ -42,7 +49,7 @@ record FakeGroupSpec(
     public MemberSubscription memberSubscription(String memberId) {
         return new MemberSubscription() {
             public Optional<String> rackId() {
-                return Optional.empty();
+                return rack.apply(memberId);
             }
 
             public Optional<String> instanceId() {
@@ -50,7 +57,7 @@ record FakeGroupSpec(
             }
 
             public Set<Uuid> subscribedTopicIds() {
-                return topics;
+                return new AsCoordinatorHands(topics);
             }
         };
     }
@@ -60,15 +67,57 @@ record FakeGroupSpec(
         return () -> held;
     }
 
-    /** Every topic has `partitions` partitions. */
+    /**
+     * A member's topic ids as the coordinator hands them (its TopicIds): a set that iterates and answers size and
+     * contains, and throws on toArray.
+     */
+    static final class AsCoordinatorHands extends java.util.AbstractSet<Uuid> {
+        private final Set<Uuid> topics;
+
+        AsCoordinatorHands(Set<Uuid> topics) {
+            this.topics = topics;
+        }
+
+        @Override
+        public java.util.Iterator<Uuid> iterator() {
+            return topics.iterator();
+        }
+
+        @Override
+        public int size() {
+            return topics.size();
+        }
+
+        @Override
+        public boolean contains(Object o) {
+            return topics.contains(o);
+        }
+
+        @Override
+        public Object[] toArray() {
+            throw new UnsupportedOperationException();
+        }
+
+        @Override
+        public <T> T[] toArray(T[] a) {
+            throw new UnsupportedOperationException();
+        }
+    }
+
+    /** Every topic has `partitions` partitions, without racks. */
     static SubscribedTopicDescriber topics(int partitions) {
+        return topics(partitions, p -> Set.of());
+    }
+
+    /** Every topic has `partitions` partitions, partition p's replicas in the racks `racks` gives it. */
+    static SubscribedTopicDescriber topics(int partitions, java.util.function.IntFunction<Set<String>> racks) {
         return new SubscribedTopicDescriber() {
             public int numPartitions(Uuid topicId) {
                 return partitions;
             }
 
             public Set<String> racksForPartition(Uuid topicId, int partition) {
-                return Set.of();
+                return racks.apply(partition);
             }
         };
     }

@@ -213,6 +213,73 @@ class GroupfitAssignorTest {
         assertEquals("pending", assignor.lastReport().source());
     }
 
+    /**
+     * Three brokers in racks a, b, c; partition p led by broker p % 3 + 1 with a follower on the next broker. The
+     * partitions' nodes are bare ids (no rack), as a consumer's metadata may name them: racks come from the cluster.
+     */
+    static Cluster racked(String topic, int partitions) {
+        List<Node> nodes = List.of(new Node(1, "h1", 9092, "a"), new Node(2, "h2", 9092, "b"), new Node(3, "h3", 9092, "c"));
+        List<PartitionInfo> infos = new ArrayList<>();
+        for (int p = 0; p < partitions; p++) {
+            Node leader = new Node(p % 3 + 1, "", -1);
+            Node follower = new Node((p + 1) % 3 + 1, "", -1);
+            infos.add(new PartitionInfo(topic, p, leader, new Node[] {leader, follower}, new Node[] {leader, follower}));
+        }
+        return new Cluster("c", nodes, infos, java.util.Set.of(), java.util.Set.of());
+    }
+
+    private static Subscription inRack(String identity, String rack) {
+        return new Subscription(List.of("t"), new MemberData(identity, null, List.of(), -1).encode(), List.of(), -1,
+                Optional.ofNullable(rack));
+    }
+
+    @Test
+    void membersRacksAndTheLeadersRacksAreSentAndTheCrossZoneRateReported() {
+        service.ratesFor("t", 4, 10);
+        service.assign = request -> new FakeService.Reply(200, FakeService.answer(
+                "{\"a\":[{\"topic\":\"t\",\"partition\":0},{\"topic\":\"t\",\"partition\":3}],"
+                        + "\"b\":[{\"topic\":\"t\",\"partition\":1},{\"topic\":\"t\",\"partition\":2}]}")
+                .replace("\"added_later\"", "\"cross_zone_rate\":10.0,\"added_later\""));
+        GroupfitAssignor assignor = assignor("eager", 2000);
+        assignor.assign(racked("t", 4), new GroupSubscription(Map.of(
+                "m1", inRack("a", "a"), "m2", inRack("b", "b"), "m3", inRack("c", null))));
+        JsonNode sent = service.assignRequests.get(0);
+        assertEquals("[{\"id\":\"a\",\"rack\":\"a\"},{\"id\":\"b\",\"rack\":\"b\"},\"c\"]",
+                sent.get("members").toString());
+        List<String> racks = new ArrayList<>();
+        sent.get("partitions").forEach(p -> racks.add(p.get("racks").toString()));
+        assertEquals(List.of("[\"a\"]", "[\"b\"]", "[\"c\"]", "[\"a\"]"), racks); // the leaders'
+        assertEquals(10.0, assignor.lastReport().crossZoneRate());
+
+        GroupfitAssignor follower = new GroupfitAssignor();
+        follower.configure(Map.of(GroupfitAssignor.URL, service.url(), "group.id", "g", "client.id", "leader",
+                GroupfitAssignor.CAPACITY, "100", GroupfitAssignor.FETCH_FROM_FOLLOWER, "true"));
+        follower.assign(racked("t", 4), new GroupSubscription(Map.of("m1", inRack("a", "a"))));
+        racks.clear();
+        service.assignRequests.get(1).get("partitions").forEach(p -> racks.add(p.get("racks").toString()));
+        assertEquals(List.of("[\"a\",\"b\"]", "[\"b\",\"c\"]", "[\"a\",\"c\"]", "[\"a\",\"b\"]"), racks); // every replica's
+    }
+
+    @Test
+    void withoutAMembersRackTheRequestIsRackFree() {
+        service.ratesFor("t", 2, 10);
+        service.assign = request -> new FakeService.Reply(200, FakeService.answer(
+                "{\"a\":[{\"topic\":\"t\",\"partition\":0},{\"topic\":\"t\",\"partition\":1}]}"));
+        GroupfitAssignor assignor = assignor("eager", 2000);
+        assignor.assign(racked("t", 2), new GroupSubscription(Map.of("m1", inRack("a", null), "m2", inRack("b", ""))));
+        JsonNode sent = service.assignRequests.get(0);
+        assertEquals("[\"a\",\"b\"]", sent.get("members").toString());
+        sent.get("partitions").forEach(p -> assertTrue(!p.has("racks"), p.toString()));
+        assertEquals(null, assignor.lastReport().crossZoneRate());
+    }
+
+    @Test
+    void aBadFetchFromFollowerSettingIsRefused() {
+        org.junit.jupiter.api.Assertions.assertThrows(org.apache.kafka.common.config.ConfigException.class,
+                () -> new GroupfitAssignor().configure(Map.of(GroupfitAssignor.URL, service.url(), "group.id", "g",
+                        "client.id", "x", GroupfitAssignor.FETCH_FROM_FOLLOWER, "yes")));
+    }
+
     @Test
     void aRepeatedIdentityIsKnownByItsMemberId() {
         List<GroupfitAssignor.Member> members = GroupfitAssignor.members(Map.of(

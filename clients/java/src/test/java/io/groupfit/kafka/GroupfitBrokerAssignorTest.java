@@ -252,6 +252,104 @@ class GroupfitBrokerAssignorTest {
                 client.callsByThread.toString());
     }
 
+    /** a in rack x, b in rack y, c without one; partitions 0 and 2 have replicas in x (and z), 1 and 3 in y. */
+    private static GroupSpec racked(Map<String, Set<Integer>> current) {
+        Map<String, Map<Uuid, Set<Integer>>> held = new HashMap<>();
+        current.forEach((member, partitions) -> held.put(member, Map.of(TOPIC, partitions)));
+        Map<String, String> racks = Map.of("a", "x", "b", "y");
+        return new FakeGroupSpec(List.copyOf(new java.util.TreeSet<>(current.keySet())), Set.of(TOPIC), held,
+                member -> Optional.of("instance-" + member), member -> Optional.ofNullable(racks.get(member)));
+    }
+
+    private static final SubscribedTopicDescriber RACKED = FakeGroupSpec.topics(4,
+            p -> p % 2 == 0 ? Set.of("z", "x") : Set.of("y"));
+
+    @Test
+    void withRacksAssignAsksTheServiceForItsZoneAwareAnswerAndUsesIt() throws Exception {
+        learn("g1");
+        service.assign = request -> new FakeService.Reply(200, FakeService.answer(
+                "{\"instance-a\":[{\"topic\":\"orders\",\"partition\":0},{\"topic\":\"orders\",\"partition\":2}],"
+                        + "\"instance-b\":[{\"topic\":\"orders\",\"partition\":1},{\"topic\":\"orders\",\"partition\":3}]}")
+                .replace("\"added_later\"", "\"cross_zone_rate\":0.0,\"added_later\""));
+        GroupAssignment assignment = assignor.assign(
+                racked(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3), "c", Set.of())), RACKED);
+        assertEquals(Map.of("a", Set.of(0, 2), "b", Set.of(1, 3), "c", Set.of()), owned(assignment));
+        assertEquals("service", assignor.lastReport().source());
+        assertEquals(0.0, assignor.lastReport().crossZoneRate());
+        JsonNode sent = service.assignRequests.get(0);
+        assertFalse(sent.has("assignment"));
+        assertTrue(sent.get("dry_run").asBoolean(), sent.toString()); // stored by the report, as the group holds it
+        assertEquals("[{\"id\":\"instance-a\",\"rack\":\"x\"},{\"id\":\"instance-b\",\"rack\":\"y\"},\"instance-c\"]",
+                sent.get("members").toString());
+        List<String> racks = new java.util.ArrayList<>();
+        sent.get("partitions").forEach(p -> racks.add(p.get("racks").toString()));
+        assertEquals(List.of("[\"x\",\"z\"]", "[\"y\"]", "[\"x\",\"z\"]", "[\"y\"]"), racks);
+        for (int i = 0; i < 200 && service.assignRequests.size() < 2; i++) {
+            Thread.sleep(10);
+        }
+        JsonNode report = service.assignRequests.get(1); // the answer the group holds, with its racks
+        assertEquals(sent.get("members"), report.get("members"));
+        assertEquals(sent.get("partitions"), report.get("partitions"));
+        assertFalse(report.has("dry_run"));
+        assertEquals("{\"instance-a\":[{\"topic\":\"orders\",\"partition\":0},{\"topic\":\"orders\",\"partition\":2}],"
+                + "\"instance-b\":[{\"topic\":\"orders\",\"partition\":1},{\"topic\":\"orders\",\"partition\":3}]}",
+                sorted(report.get("assignment")));
+    }
+
+    @Test
+    void withRacksASlowServiceLeavesTheCoreToComputeWithoutThemAndTheReportCarriesThem() throws Exception {
+        assignor.close();
+        assignor = assignor(Map.of(GroupfitBrokerAssignor.CAPACITY, "100", GroupfitBrokerAssignor.ZONES_TIMEOUT_MS, "300"));
+        learn("g1");
+        service.delayMs = 1500;
+        long started = System.nanoTime();
+        GroupAssignment assignment = assignor.assign(racked(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), RACKED);
+        long millis = (System.nanoTime() - started) / 1_000_000;
+        assertTrue(millis < 1500, "held the coordinator " + millis + " ms");
+        assertEquals(Map.of("a", Set.of(0, 2, 3), "b", Set.of(1)), owned(assignment)); // MWF, as without racks
+        assertEquals("core", assignor.lastReport().source());
+        assertTrue(assignor.lastReport().reason().contains("zone-aware"), assignor.lastReport().reason());
+        for (int i = 0; i < 500 && service.assignRequests.size() < 2; i++) {
+            Thread.sleep(10);
+        }
+        JsonNode report = service.assignRequests.get(1); // the first is the zone-aware question
+        assertTrue(report.has("assignment"), report.toString());
+        assertEquals("[{\"id\":\"instance-a\",\"rack\":\"x\"},{\"id\":\"instance-b\",\"rack\":\"y\"}]",
+                report.get("members").toString());
+        assertEquals("[\"y\"]", report.get("partitions").get(1).get("racks").toString());
+    }
+
+    @Test
+    void aZoneAwareGroupIsAskedWithItsStoredAlgorithmEvenOneTheCoreDoesNotRun() throws Exception {
+        service.stored("repack", 100);
+        learn("g1");
+        service.assign = request -> new FakeService.Reply(200, FakeService.answer(
+                "{\"instance-a\":[{\"topic\":\"orders\",\"partition\":0},{\"topic\":\"orders\",\"partition\":2}],"
+                        + "\"instance-b\":[{\"topic\":\"orders\",\"partition\":1},{\"topic\":\"orders\",\"partition\":3}]}"));
+        assignor.assign(racked(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), RACKED);
+        assertEquals("service", assignor.lastReport().source());
+        assertEquals("repack", service.assignRequests.get(0).get("algorithm").asText());
+        assertFalse(service.assignRequests.get(0).has("params"));
+        // without racks the core runs the configured algorithm (it does not run repack)
+        assignor.assign(spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4));
+        assertEquals("mwf", assignor.lastReport().algorithm());
+    }
+
+    @Test
+    void racksOnOneSideOnlyChangeNothing() throws Exception {
+        learn("g1");
+        // Partitions with racks, members without: computed in the broker, rack-free.
+        assignor.assign(spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), RACKED);
+        assertEquals("core", assignor.lastReport().source());
+        for (int i = 0; i < 200 && service.assignRequests.isEmpty(); i++) {
+            Thread.sleep(10);
+        }
+        service.assignRequests.get(0).get("partitions").forEach(p -> assertFalse(p.has("racks"), p.toString()));
+        // Members with racks, partitions without: the same.
+        assignor.assign(racked(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4));
+        assertEquals("core", assignor.lastReport().source());
+    }
+
     @Test
     void bootstrapIsTheBrokersOwnClientListener() {
         assertEquals("127.0.0.1:9092", GroupfitBrokerAssignor.bootstrap(Map.of(

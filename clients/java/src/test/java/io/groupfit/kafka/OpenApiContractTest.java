@@ -225,7 +225,13 @@ class OpenApiContractTest {
                 s -> ((ObjectNode) schema(s, "AssignResponse").get("properties")).remove("delta"),
                 "PartitionRate.lag is number (Double), the contract says",
                 s -> ((ObjectNode) property(s, "PartitionRate", "lag").get("anyOf").get(0)).put("type", "string"));
-        return changes.entrySet().stream().map(e -> Arguments.of(e.getKey(), e.getValue()));
+        Map<String, Consumer<ObjectNode>> zones = Map.of(
+                "PartitionRate.racks[] is string (String), the contract says",
+                s -> ((ObjectNode) property(s, "PartitionRate", "racks").get("items")).put("type", "integer"),
+                "ConsumerLoad.crossZoneRate is optional, but ConsumerLoad.cross_zone_rate is required and never null",
+                s -> ((ArrayNode) schema(s, "ConsumerLoad").get("required")).add("cross_zone_rate"));
+        return Stream.concat(changes.entrySet().stream(), zones.entrySet().stream())
+                .map(e -> Arguments.of(e.getKey(), e.getValue()));
     }
 
     @ParameterizedTest(name = "{0}")
@@ -252,16 +258,19 @@ class OpenApiContractTest {
         JsonNode schema = schemas().path("AssignRequest");
         assertEquals(false, schema.path("additionalProperties").asBoolean(true));
         Api.AssignRequest request = new Api.AssignRequest("mwf", 100.0, "g",
-                List.of(Api.member("a", null), Api.member("b", 250.0)),
-                List.of(new Api.PartitionRate("t", 0, 1.5, null)), Map.of("a", List.of(new Api.PartitionRef("t", 0))),
-                null);
+                List.of(Api.member("a", null, null), Api.member("b", 250.0, null), Api.member("c", null, "eu-1a")),
+                List.of(new Api.PartitionRate("t", 0, 1.5, null), new Api.PartitionRate("t", 1, 2.0, 3.0, List.of("eu-1a"))),
+                Map.of("a", List.of(new Api.PartitionRef("t", 0))), null);
         JsonNode sent = GroupfitClient.JSON.valueToTree(request);
         sent.fieldNames().forEachRemaining(name ->
                 assertTrue(schema.path("properties").has(name), name + " is not in AssignRequest"));
         assertTrue(!sent.has("params"), "null fields are left out: " + sent);
         assertEquals("{\"topic\":\"t\",\"partition\":0,\"rate\":1.5}", sent.get("partitions").get(0).toString());
+        assertEquals("{\"topic\":\"t\",\"partition\":1,\"rate\":2.0,\"lag\":3.0,\"racks\":[\"eu-1a\"]}",
+                sent.get("partitions").get(1).toString());
         // A member is a bare id or a SizedMember (whose fields everyRecordMatchesItsSchema checks), as the items allow.
-        assertEquals("[\"a\",{\"id\":\"b\",\"capacity\":250.0}]", sent.get("members").toString());
+        assertEquals("[\"a\",{\"id\":\"b\",\"capacity\":250.0},{\"id\":\"c\",\"rack\":\"eu-1a\"}]",
+                sent.get("members").toString());
         Set<String> items = new HashSet<>();
         for (JsonNode members : schema.path("properties").path("members").path("anyOf")) {
             members.path("items").path("anyOf").forEach(item ->

@@ -108,21 +108,17 @@ final class Bins {
         track(b);
     }
 
-    /** Puts {@code partitions[from..to)} into bin b in order until the first that does not fit; how many went in. */
-    int fill(int b, int[] partitions, int from, int to) {
-        double binLimit = limit[b];
-        double binLoad = load[b];
-        int taken = to - from;
-        for (int i = from; i < to; i++) {
-            int j = partitions[i];
-            if (heldCount[b] > 0 && binLoad + rates[j] > binLimit) {
-                taken = i - from;
-                break;
-            }
-            binLoad += rates[j];
-            hold(b, j);
-        }
-        load[b] = binLoad;
+    /**
+     * Fills the new bin b with {@code holding}'s first {@code end} partitions, largest first, until the first that
+     * does not fit (an empty bin takes the first whatever its rate); how many went in. The running sums are the
+     * loads the bin would reach adding them one by one, so where it stops is a binary search.
+     */
+    int fill(int b, Holding holding, int end) {
+        int taken = holding.fits(end, limit[b]);
+        int[] kept = Arrays.copyOf(holding.decreasing, Math.max(taken + taken / 4, 4)); // room for later puts
+        held[b] = kept;
+        heldCount[b] = taken;
+        load[b] = holding.sums[taken];
         track(b);
         return taken;
     }

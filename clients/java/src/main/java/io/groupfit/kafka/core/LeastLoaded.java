@@ -179,7 +179,7 @@ final class LeastLoaded {
             int[] holding = new int[problem.previousIds.length];
             int k = 0;
             for (int i = 0; i < problem.previousIds.length; i++) {
-                if (problem.previousHeld[i].length > 0) {
+                if (problem.previousHeld(i).length > 0) {
                     holding[k++] = problem.previousIds[i];
                 }
             }
@@ -303,15 +303,15 @@ final class LeastLoaded {
         if (problem.members != null) {
             Map<Integer, int[]> heldOf = new HashMap<>();
             for (int i = 0; i < problem.previousIds.length; i++) {
-                heldOf.put(problem.previousIds[i], problem.previousHeld[i]);
+                heldOf.put(problem.previousIds[i], problem.previousHeld(i));
             }
             for (int m : problem.members) {
                 current.add(withConsumer(m, heldOf.getOrDefault(m, new int[0])));
             }
         } else {
             for (int i = 0; i < problem.previousIds.length; i++) {
-                if (problem.previousHeld[i].length > 0) {
-                    current.add(withConsumer(problem.previousIds[i], problem.previousHeld[i]));
+                if (problem.previousHeld(i).length > 0) {
+                    current.add(withConsumer(problem.previousIds[i], problem.previousHeld(i)));
                 }
             }
         }

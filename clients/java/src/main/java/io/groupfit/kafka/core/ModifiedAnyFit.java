@@ -59,48 +59,35 @@ final class ModifiedAnyFit {
         double[] rates = problem.rate;
         int known = problem.consumers.known();
         Spending spending = new Spending(problem, maxRscore, maxMoves);
-        // Line 5 for every consumer at once: its partitions, largest first (one array, a run per consumer).
-        int[] count = new int[known];
-        int[] order = new int[known]; // consumers by first appearance in the decreasing order
+        // Line 5 for every consumer at once: its partitions, largest first, and their running sums.
+        Holding[] holdings = problem.holdings();
+        Holding[] holdingOf = new Holding[known];
+        int[] order = new int[holdings.length];
         int consumersSeen = 0;
-        int unassignedCount = 0;
-        for (int j : problem.decreasing) {
-            int owner = problem.previousOwner[j];
-            if (owner == Pool.NONE) {
-                unassignedCount++;
-            } else if (count[owner]++ == 0) {
-                order[consumersSeen++] = owner;
+        int held = 0;
+        for (int i = 0; i < holdings.length; i++) {
+            if (holdings[i].size() > 0) {
+                int c = problem.previousIds[i];
+                holdingOf[c] = holdings[i];
+                order[consumersSeen++] = c;
+                held += holdings[i].size();
             }
         }
-        int[] start = new int[known + 1];
-        for (int c = 0; c < known; c++) {
-            start[c + 1] = start[c] + count[c];
-        }
-        int[] psets = new int[problem.n - unassignedCount];
-        int[] end = Arrays.copyOf(start, known); // where each run ends (grows while filled, shrinks while popped)
+        // U: the partitions no consumer held (new ones), in any order (sorted before use)
         int[] unassigned = new int[problem.n];
-        unassignedCount = 0;
-        for (int j : problem.decreasing) {
-            int owner = problem.previousOwner[j];
-            if (owner == Pool.NONE) {
-                unassigned[unassignedCount++] = j;
-            } else {
-                psets[end[owner]++] = j;
+        int unassignedCount = 0;
+        if (held < problem.n) {
+            for (int j = 0; j < problem.n; j++) {
+                if (problem.previousOwner[j] == Pool.NONE) {
+                    unassigned[unassignedCount++] = j;
+                }
             }
         }
-        // Line 2: largest first, ties by id (a stable sort of the first-appearance order, as the reference's).
+        // Line 2: largest first, ties by id.
         double[] size = new double[known];
         for (int i = 0; i < consumersSeen; i++) {
-            int c = order[i];
-            if (cumulative) {
-                double sum = 0;
-                for (int k = start[c]; k < end[c]; k++) {
-                    sum += rates[psets[k]];
-                }
-                size[c] = sum;
-            } else {
-                size[c] = rates[psets[start[c]]];
-            }
+            Holding holding = holdingOf[order[i]];
+            size[order[i]] = cumulative ? holding.sums[holding.size()] : rates[holding.decreasing[0]];
         }
         problem.consumers.sort(order, consumersSeen);
         Sorting.stable(order, consumersSeen, (a, b) -> Sorting.compare(size[b], size[a]));
@@ -110,30 +97,33 @@ final class ModifiedAnyFit {
         Arrays.fill(home, -1);
         for (int i = 0; i < consumersSeen; i++) { // line 3
             int consumer = order[i];
+            Holding holding = holdingOf[consumer];
+            int[] pset = holding.decreasing;
+            int end = pset.length;
             boolean stays = bins.pool.allowed(consumer); // a consumer that is gone keeps nothing
             // lines 6-13: smallest first into open bins, while the budget affords the move
-            while (end[consumer] > start[consumer]) {
-                int j = psets[end[consumer] - 1];
+            while (end > 0) {
+                int j = pset[end - 1];
                 if (!(spending.affords(j) || !stays) || !bins.placeOpen(j)) {
                     break;
                 }
                 spending.spend(j);
-                end[consumer]--;
+                end--;
             }
-            if (end[consumer] == start[consumer]) {
+            if (end == 0) {
                 continue; // lines 14-16
             }
             int own = bins.open(consumer); // line 17: createConsumer(c)
-            int taken = bins.fill(own, psets, start[consumer], end[consumer]); // lines 18-25
+            int taken = bins.fill(own, holding, end); // lines 18-25
             if (stays) {
                 home[consumer] = own;
             } else { // opened under another id: what it kept moved too
-                for (int k = start[consumer]; k < start[consumer] + taken; k++) {
-                    spending.spend(psets[k]);
+                for (int k = 0; k < taken; k++) {
+                    spending.spend(pset[k]);
                 }
             }
-            for (int k = start[consumer] + taken; k < end[consumer]; k++) {
-                unassigned[unassignedCount++] = psets[k];
+            for (int k = taken; k < end; k++) {
+                unassigned[unassignedCount++] = pset[k];
             }
         }
         for (int j : problem.decreasing(unassigned, unassignedCount)) { // lines 27-30

@@ -18,12 +18,13 @@ public final class Outcome {
     private final double[] loads;
     private final int[] owner; // per partition: index into consumers
     private final int moves;
+    private final boolean[] unchanged; // per consumer: it holds exactly what it held before
     private final double rscore;
     private final int binsUsed;
     private final Map<String, Object> outputs;
 
     private Outcome(String algorithm, Problem problem, int[] consumers, int[][] held, double[] loads, int[] owner,
-            int moves, double rscore, int binsUsed, Map<String, Object> outputs) {
+            int moves, boolean[] unchanged, double rscore, int binsUsed, Map<String, Object> outputs) {
         this.algorithm = algorithm;
         this.problem = problem;
         this.consumers = consumers;
@@ -31,6 +32,7 @@ public final class Outcome {
         this.loads = loads;
         this.owner = owner;
         this.moves = moves;
+        this.unchanged = unchanged;
         this.rscore = rscore;
         this.binsUsed = binsUsed;
         this.outputs = outputs;
@@ -88,15 +90,26 @@ public final class Outcome {
         }
         int[] moved = new int[n];
         int moves = 0;
+        int[] kept = new int[order.length]; // per consumer: partitions it held before and holds still
+        int[] before = new int[consumers.size()]; // per consumer id: partitions it held before
         for (int j = 0; j < n; j++) {
             int was = problem.previousOwner[j];
-            if (was != Pool.NONE && was != sortedConsumers[owner[j]]) {
-                moved[moves++] = j;
+            if (was != Pool.NONE) {
+                before[was]++;
+                if (was != sortedConsumers[owner[j]]) {
+                    moved[moves++] = j;
+                } else {
+                    kept[owner[j]]++;
+                }
             }
         }
+        boolean[] unchanged = new boolean[order.length];
+        for (int i = 0; i < order.length; i++) {
+            unchanged[i] = kept[i] == sortedHeld[i].length && before[sortedConsumers[i]] == kept[i];
+        }
         double rscore = Sums.fsum(problem.rate, moved, moves) / problem.capacity;
-        return new Outcome(algorithm, problem, sortedConsumers, sortedHeld, loads, owner, moves, rscore, bins,
-                placement.outputs());
+        return new Outcome(algorithm, problem, sortedConsumers, sortedHeld, loads, owner, moves, unchanged, rscore,
+                bins, placement.outputs());
     }
 
     /**
@@ -193,6 +206,11 @@ public final class Outcome {
         return consumers.length;
     }
 
+    /** The i-th consumer's index, as {@link Problem.Builder#consumer} gave it (minted ids come after the known). */
+    public int consumerIndex(int i) {
+        return consumers[i];
+    }
+
     public String consumer(int i) {
         return problem.consumers.name(consumers[i]);
     }
@@ -218,6 +236,11 @@ public final class Outcome {
     /** Partitions that changed consumer (new partitions do not count). */
     public int moves() {
         return moves;
+    }
+
+    /** Whether the i-th consumer holds exactly the partitions it held before (none moved in or out). */
+    public boolean unchanged(int i) {
+        return unchanged[i];
     }
 
     /** Eq. 11: Σ rate of the moved partitions / C. */

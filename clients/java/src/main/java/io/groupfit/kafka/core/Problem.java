@@ -7,10 +7,10 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * One rebalance on arrays (Landau et al. §III, as {@code app.core.model.Problem}): partitions in request order
- * (index j) with their topic, number, rate and lag; the capacity C; the consumers as small integers with their
- * own capacities; g(j,k), the previous owner of each partition; the members (null: the algorithm sizes the
- * group). Build one with {@link Builder}, which validates.
+ * One rebalance on arrays (Landau et al. §III, as {@code app.core.model.Problem}): the {@link Partitions} (index j:
+ * topic, number, rate, lag, the decreasing order); the capacity C; the consumers as small integers with their own
+ * capacities; g(j,k), the previous owner of each partition, and what each previous consumer held; the members
+ * (null: the algorithm sizes the group). Build one with {@link Builder}, which validates.
  *
  * <p>Per-partition and per-consumer facts are parallel arrays, so a further dimension (a consumer's rack, the
  * racks a partition can be read from without crossing zones) is one more array beside these.
@@ -25,48 +25,52 @@ public final class Problem {
         return load <= capacity * ROUNDING;
     }
 
+    final Partitions partitions;
     final int n;
     final String[] topicNames;
     final int[] topic;
     final int[] partition;
     final double[] rate;
-    /** The lag, 0 where none was given (the reference's {@code lag or 0.0}). */
     final double[] lag;
+    final int[] decreasing;
+    final int[] decreasingRank;
     final double capacity;
     final Consumers consumers;
     /** g(j,k): the consumer that held partition j, {@link Pool#NONE} for a new partition. */
     final int[] previousOwner;
-    /** The consumers the previous assignment lists (in its order), and what each held that still exists. */
+    /** The consumers the previous assignment lists (in its order). */
     final int[] previousIds;
-    final int[][] previousHeld;
+    /** What each of them held that still exists, in the order listed; null where it was given as a Holding. */
+    private final int[][] listed;
+    /** What each of them held as a Holding; null until {@link #holdings} makes those that were listed. */
+    private final Holding[] holdings;
     /** The members in request order, or null. */
     final int[] members;
     final boolean uniform;
-    /** Partitions by rate, largest first, ties by (topic, partition); and each one's place there. */
-    final int[] decreasing;
-    final int[] decreasingRank;
 
-    private Problem(Builder b, Consumers consumers, int[] previousIds, int[][] previousHeld, int[] members,
-            boolean uniform, int[] decreasing) {
-        this.n = b.n;
-        this.topicNames = b.topicNames.toArray(new String[0]);
-        // The builder's arrays are handed over (it is not used after build), trimmed when the hint was too large.
-        this.topic = b.topic.length == n ? b.topic : Arrays.copyOf(b.topic, n);
-        this.partition = b.partition.length == n ? b.partition : Arrays.copyOf(b.partition, n);
-        this.rate = b.rate.length == n ? b.rate : Arrays.copyOf(b.rate, n);
-        this.lag = b.lag.length == n ? b.lag : Arrays.copyOf(b.lag, n);
-        this.capacity = b.capacity;
+    private Problem(Partitions partitions, double capacity, Consumers consumers, int[] previousOwner,
+            int[] previousIds, int[][] listed, Holding[] holdings, int[] members, boolean uniform) {
+        this.partitions = partitions;
+        this.n = partitions.n;
+        this.topicNames = partitions.topicNames;
+        this.topic = partitions.topic;
+        this.partition = partitions.partition;
+        this.rate = partitions.rate;
+        this.lag = partitions.lag;
+        this.decreasing = partitions.decreasing;
+        this.decreasingRank = partitions.decreasingRank;
+        this.capacity = capacity;
         this.consumers = consumers;
-        this.previousOwner = b.previousOwner.length == n ? b.previousOwner : Arrays.copyOf(b.previousOwner, n);
+        this.previousOwner = previousOwner;
         this.previousIds = previousIds;
-        this.previousHeld = previousHeld;
+        this.listed = listed;
+        this.holdings = holdings;
         this.members = members;
         this.uniform = uniform;
-        this.decreasing = decreasing;
-        this.decreasingRank = new int[n];
-        for (int position = 0; position < n; position++) {
-            decreasingRank[decreasing[position]] = position;
-        }
+    }
+
+    public Partitions partitions() {
+        return partitions;
     }
 
     public int size() {
@@ -125,31 +129,69 @@ public final class Problem {
 
     /** Sorts partition indices by their place in the decreasing order. */
     int[] decreasing(int[] partitions, int length) {
-        int[] ranks = new int[length];
-        for (int i = 0; i < length; i++) {
-            ranks[i] = decreasingRank[partitions[i]];
+        return this.partitions.decreasing(partitions, length);
+    }
+
+    /** What each previous consumer held (parallel to {@link #previousIds}), in the decreasing order. */
+    Holding[] holdings() {
+        boolean missing = false;
+        for (Holding holding : holdings) {
+            missing |= holding == null;
         }
-        Arrays.sort(ranks);
-        for (int i = 0; i < length; i++) {
-            ranks[i] = decreasing[ranks[i]];
+        if (missing) {
+            // one pass over the decreasing order puts every listed consumer's partitions in that order
+            int[] slot = new int[consumers.known()];
+            Arrays.fill(slot, -1);
+            int[][] made = new int[previousIds.length][];
+            for (int i = 0; i < previousIds.length; i++) {
+                if (holdings[i] == null) {
+                    slot[previousIds[i]] = i;
+                    made[i] = new int[listed[i].length];
+                }
+            }
+            int[] count = new int[previousIds.length];
+            for (int j : decreasing) {
+                int owner = previousOwner[j];
+                if (owner != Pool.NONE && slot[owner] >= 0) {
+                    made[slot[owner]][count[slot[owner]]++] = j;
+                }
+            }
+            for (int i = 0; i < previousIds.length; i++) {
+                if (holdings[i] == null) {
+                    double[] sums = new double[made[i].length + 1];
+                    double sum = 0.0;
+                    for (int k = 0; k < made[i].length; k++) {
+                        sum += rate[made[i][k]];
+                        sums[k + 1] = sum;
+                    }
+                    holdings[i] = new Holding(partitions, made[i], sums);
+                }
+            }
         }
-        return ranks;
+        return holdings;
+    }
+
+    /** What each previous consumer held (parallel to {@link #previousIds}), in the order listed; a holding given
+     * as such is listed in (topic, partition) order, as a request built from this problem lists it. */
+    int[] previousHeld(int i) {
+        if (listed[i] != null) {
+            return listed[i];
+        }
+        int[] held = holdings[i].decreasing.clone();
+        Arrays.sort(held);
+        return held;
     }
 
     /**
-     * Builds a problem: partitions in request order, consumers by id, members with their own capacities, the
-     * previous assignment. Checks what the service checks for these fields (rates finite and at least 0, each
-     * partition once, a partition held once before, capacities positive) and throws IllegalArgumentException.
+     * Builds a problem: partitions in request order (or given, built before), consumers by id, members with their
+     * own capacities, the previous assignment. Checks what the service checks for these fields (rates finite and
+     * at least 0, each partition once, a partition held once before, capacities positive) and throws
+     * IllegalArgumentException.
      */
     public static final class Builder {
         private final double capacity;
-        private final List<String> topicNames = new ArrayList<>();
-        private final Map<String, Integer> topicIndex = new HashMap<>();
-        private int n;
-        private int[] topic;
-        private int[] partition;
-        private double[] rate;
-        private double[] lag;
+        private final Partitions given;
+        private final Partitions.Builder partitions;
         private int[] previousOwner;
         private final List<String> consumerNames = new ArrayList<>();
         private final Map<String, Integer> consumerIndex = new HashMap<>();
@@ -158,9 +200,11 @@ public final class Problem {
         private int[] members = new int[16];
         private int memberCount = -1; // -1: no members (autoscale)
         private int[] listed = new int[16]; // consumers in the previous assignment's order
-        private boolean[] isListed = new boolean[16];
+        private int[] listing = new int[16]; // each consumer's place in it, -1: not listed
+        private Holding[] holdingOf = new Holding[16]; // by place in the listing: given as a Holding
+        private boolean[] givenSingly = new boolean[16]; // by place in the listing: given one by one
         private int listedCount;
-        private int[] heldConsumer; // (consumer, partition) pairs of the previous assignment
+        private int[] heldConsumer; // (consumer, partition) pairs given one by one
         private int[] heldPartition;
         private int heldCount;
 
@@ -170,55 +214,50 @@ public final class Problem {
 
         /** {@code expectedPartitions}: a size hint. */
         public Builder(double capacity, int expectedPartitions) {
+            this(capacity, null, new Partitions.Builder(expectedPartitions), expectedPartitions);
+        }
+
+        /** A problem on partitions built before: {@link #topic} and {@link #partition} are not called. */
+        public Builder(double capacity, Partitions partitions) {
+            this(capacity, partitions, null, 0);
+            previousOwner = new int[partitions.n];
+            Arrays.fill(previousOwner, Pool.NONE);
+        }
+
+        private Builder(double capacity, Partitions given, Partitions.Builder partitions, int expectedPartitions) {
             if (!(capacity > 0 && Double.isFinite(capacity))) {
                 throw new IllegalArgumentException("capacity must be a finite number above 0, got " + capacity);
             }
             this.capacity = capacity;
+            this.given = given;
+            this.partitions = partitions;
             int hint = Math.max(expectedPartitions, 4);
+            previousOwner = new int[hint];
             heldConsumer = new int[hint];
             heldPartition = new int[hint];
-            topic = new int[hint];
-            partition = new int[hint];
-            rate = new double[hint];
-            lag = new double[hint];
-            previousOwner = new int[hint];
+            Arrays.fill(listing, -1);
+        }
+
+        private Partitions.Builder partitions() {
+            if (partitions == null) {
+                throw new IllegalStateException("the partitions were given built");
+            }
+            return partitions;
         }
 
         /** The index of a topic name. */
         public int topic(String name) {
-            Integer known = topicIndex.get(name);
-            if (known != null) {
-                return known;
-            }
-            topicNames.add(name);
-            topicIndex.put(name, topicNames.size() - 1);
-            return topicNames.size() - 1;
+            return partitions().topic(name);
         }
 
         /** Adds a partition (the next index j, request order); {@code lagValue} NaN: none. */
         public int partition(int topicIndex, int number, double rateValue, double lagValue) {
-            if (!(rateValue >= 0 && rateValue < Double.POSITIVE_INFINITY)) {
-                throw new IllegalArgumentException("partition " + topicNames.get(topicIndex) + "/" + number
-                        + " has rate " + rateValue + "; rates must be finite and at least 0");
+            int j = partitions().partition(topicIndex, number, rateValue, lagValue);
+            if (j == previousOwner.length) {
+                previousOwner = Arrays.copyOf(previousOwner, j * 2);
             }
-            if (!Double.isNaN(lagValue) && !(lagValue >= 0 && lagValue < Double.POSITIVE_INFINITY)) {
-                throw new IllegalArgumentException("partition " + topicNames.get(topicIndex) + "/" + number
-                        + " has lag " + lagValue + "; lags must be finite and at least 0");
-            }
-            if (n == topic.length) {
-                int grown = n * 2;
-                topic = Arrays.copyOf(topic, grown);
-                partition = Arrays.copyOf(partition, grown);
-                rate = Arrays.copyOf(rate, grown);
-                lag = Arrays.copyOf(lag, grown);
-                previousOwner = Arrays.copyOf(previousOwner, grown);
-            }
-            topic[n] = topicIndex;
-            partition[n] = number;
-            rate[n] = rateValue == 0 ? 0.0 : rateValue; // -0.0 compares as 0.0
-            lag[n] = Double.isNaN(lagValue) ? 0.0 : lagValue;
-            previousOwner[n] = Pool.NONE;
-            return n++;
+            previousOwner[j] = Pool.NONE;
+            return j;
         }
 
         /** The index of a consumer id (a member, a previous consumer). */
@@ -236,7 +275,8 @@ public final class Problem {
             if (c == own.length) {
                 own = Arrays.copyOf(own, c * 2);
                 member = Arrays.copyOf(member, c * 2);
-                isListed = Arrays.copyOf(isListed, c * 2);
+                listing = Arrays.copyOf(listing, c * 2);
+                Arrays.fill(listing, c, c * 2, -1);
             }
             own[c] = Double.NaN;
             return c;
@@ -265,25 +305,40 @@ public final class Problem {
 
         /** Consumer c is listed in the previous assignment (with or without partitions that still exist). */
         public Builder previousConsumer(int c) {
-            if (!isListed[c]) {
-                isListed[c] = true;
+            if (listing[c] < 0) {
                 if (listedCount == listed.length) {
                     listed = Arrays.copyOf(listed, listedCount * 2);
+                    holdingOf = Arrays.copyOf(holdingOf, listedCount * 2);
+                    givenSingly = Arrays.copyOf(givenSingly, listedCount * 2);
                 }
+                listing[c] = listedCount;
                 listed[listedCount++] = c;
             }
             return this;
         }
 
+        private void hold(int c, int j) {
+            if (previousOwner[j] != Pool.NONE) {
+                throw new IllegalArgumentException("partition " + topicName(j) + " appears twice in the previous "
+                        + "assignment (" + consumerNames.get(previousOwner[j]) + " and " + consumerNames.get(c)
+                        + "); a partition has one consumer");
+            }
+            previousOwner[j] = c;
+        }
+
+        private String topicName(int j) {
+            return given != null ? given.topic(j) + "/" + given.partition(j)
+                    : partitions.topicName(partitions.topicOf(j)) + "/" + partitions.numberOf(j);
+        }
+
         /** Consumer c held partition j (in the order its previous list names them). */
         public Builder previous(int c, int j) {
             previousConsumer(c);
-            if (previousOwner[j] != Pool.NONE) {
-                throw new IllegalArgumentException("partition " + topicNames.get(topic[j]) + "/" + partition[j]
-                        + " appears twice in the previous assignment (" + consumerNames.get(previousOwner[j]) + " and "
-                        + consumerNames.get(c) + "); a partition has one consumer");
+            if (holdingOf[listing[c]] != null) {
+                throw new IllegalStateException("consumer " + consumerNames.get(c) + "'s partitions were given as a holding");
             }
-            previousOwner[j] = c;
+            hold(c, j);
+            givenSingly[listing[c]] = true;
             if (heldCount == heldConsumer.length) {
                 heldConsumer = Arrays.copyOf(heldConsumer, heldCount * 2);
                 heldPartition = Arrays.copyOf(heldPartition, heldCount * 2);
@@ -293,12 +348,30 @@ public final class Problem {
             return this;
         }
 
+        /** Consumer c held these partitions, made from the partitions this problem was given. */
+        public Builder previous(int c, Holding holding) {
+            if (holding.partitions != given) {
+                throw new IllegalArgumentException("the holding was made from other partitions than the problem's");
+            }
+            previousConsumer(c);
+            int place = listing[c];
+            if (holdingOf[place] != null || givenSingly[place]) {
+                throw new IllegalStateException("consumer " + consumerNames.get(c) + "'s partitions were given twice");
+            }
+            for (int j : holding.decreasing) {
+                hold(c, j);
+            }
+            holdingOf[place] = holding;
+            return this;
+        }
+
         /** The problem; the builder is used up (its arrays become the problem's). */
         public Problem build() {
             int known = consumerNames.size();
             if (memberCount == 0) {
                 throw new IllegalArgumentException("members is empty; give none to let the algorithm size the group");
             }
+            Partitions built = given != null ? given : partitions.build();
             double[] capacities = new double[known];
             boolean uniform = true;
             for (int c = 0; c < known; c++) {
@@ -309,58 +382,26 @@ public final class Problem {
             Consumers consumers = new Consumers(consumerNames, consumerIndex, capacities, Arrays.copyOf(member, known),
                     capacity);
             int[] previousIds = Arrays.copyOf(listed, listedCount);
-            int[] slot = new int[known];
-            Arrays.fill(slot, -1);
-            for (int i = 0; i < listedCount; i++) {
-                slot[listed[i]] = i;
-            }
             int[] counts = new int[listedCount];
             for (int h = 0; h < heldCount; h++) {
-                counts[slot[heldConsumer[h]]]++;
+                counts[listing[heldConsumer[h]]]++;
             }
-            int[][] previousHeld = new int[listedCount][];
+            int[][] held = new int[listedCount][];
             for (int i = 0; i < listedCount; i++) {
-                previousHeld[i] = new int[counts[i]];
-                counts[i] = 0;
-            }
-            for (int h = 0; h < heldCount; h++) {
-                int i = slot[heldConsumer[h]];
-                previousHeld[i][counts[i]++] = heldPartition[h];
-            }
-            return new Problem(this, consumers, previousIds, previousHeld,
-                    memberCount < 0 ? null : Arrays.copyOf(members, memberCount), uniform, decreasingOrder());
-        }
-
-        /** Partition indices by rate, largest first, ties by (topic, partition); a partition listed twice throws. */
-        private int[] decreasingOrder() {
-            int[] topicRank = new int[topicNames.size()];
-            Integer[] byName = new Integer[topicNames.size()];
-            for (int t = 0; t < byName.length; t++) {
-                byName[t] = t;
-            }
-            Arrays.sort(byName, (a, b) -> Natural.compareCodePoints(topicNames.get(a), topicNames.get(b)));
-            for (int r = 0; r < byName.length; r++) {
-                topicRank[byName[r]] = r;
-            }
-            long[] key = new long[n];
-            int[] order = new int[n];
-            boolean sorted = true;
-            for (int j = 0; j < n; j++) {
-                key[j] = ((long) topicRank[topic[j]] << 32) | ((partition[j] ^ Integer.MIN_VALUE) & 0xffffffffL);
-                order[j] = j;
-                sorted &= j == 0 || key[j - 1] < key[j];
-            }
-            if (!sorted) {
-                Sorting.byKey(order, key);
-            }
-            for (int i = 1; i < n; i++) {
-                if (key[order[i - 1]] == key[order[i]]) {
-                    int j = order[i];
-                    throw new IllegalArgumentException("partition " + topicNames.get(topic[j]) + "/" + partition[j]
-                            + " is listed more than once; list each partition once");
+                if (holdingOf[i] == null) {
+                    held[i] = new int[counts[i]];
+                    counts[i] = 0;
                 }
             }
-            return Sorting.decreasing(rate, order);
+            for (int h = 0; h < heldCount; h++) {
+                int i = listing[heldConsumer[h]];
+                held[i][counts[i]++] = heldPartition[h];
+            }
+            int n = built.n;
+            return new Problem(built, capacity, consumers,
+                    previousOwner.length == n ? previousOwner : Arrays.copyOf(previousOwner, n), previousIds, held,
+                    Arrays.copyOf(holdingOf, listedCount), memberCount < 0 ? null : Arrays.copyOf(members, memberCount),
+                    uniform);
         }
     }
 }

@@ -28,8 +28,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  *
  * <p>args: bootstrap topic group identity mode(eager|cooperative|consumer[:remote assignor, groupfit by default])
  * serviceUrl [capacity (classic; 100)]. A system property named groupfit.* is passed to the assignor (e.g.
- * -Dgroupfit.reassign.interval.ms=500); after every poll the consumer calls {@link GroupfitRebalance#enforceIfDue}
- * and prints the rebalances it triggers.
+ * -Dgroupfit.reassign.interval.ms=500), and client.rack and group.instance.id to the consumer; after every poll the
+ * consumer calls {@link GroupfitRebalance#enforceIfDue} and prints the rebalances it triggers.
  */
 public final class TestConsumer {
     private static final Object OUT = new Object();
@@ -71,6 +71,11 @@ public final class TestConsumer {
         config.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         config.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         config.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        for (String key : List.of(ConsumerConfig.CLIENT_RACK_CONFIG, ConsumerConfig.GROUP_INSTANCE_ID_CONFIG)) {
+            if (System.getProperty(key) != null) {
+                config.put(key, System.getProperty(key));
+            }
+        }
         if (mode.startsWith("consumer")) {
             config.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
             config.put(ConsumerConfig.GROUP_REMOTE_ASSIGNOR_CONFIG,

@@ -1,0 +1,209 @@
+package io.groupfit.kafka;
+
+import io.groupfit.kafka.GroupfitBrokerAssignor.Knowledge;
+import io.groupfit.kafka.GroupfitBrokerAssignor.TopicRates;
+import io.groupfit.kafka.core.Holding;
+import io.groupfit.kafka.core.Natural;
+import io.groupfit.kafka.core.Partitions;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Function;
+import org.apache.kafka.common.Uuid;
+
+/**
+ * What {@link GroupfitBrokerAssignor#assign} keeps of one group between calls, so that an epoch change (a member
+ * joins or leaves, the rates unchanged) costs what changed, not the whole group: the core's {@link Partitions} for
+ * the group's layout and rates (the decreasing order is sorted once, and again by the background thread when the
+ * rates change, not on the coordinator's), each member's current assignment read into a {@link Holding} (read
+ * again only when the coordinator hands a different map: it hands the same immutable map for a member whose
+ * target did not change), and the members' identities in natural order. None of it changes an answer: a table,
+ * a holding or an order is used only for the very inputs it was made from.
+ *
+ * <p>The state is one immutable snapshot behind a volatile reference: the coordinator's thread reads it, computes,
+ * and publishes the next; the background publishes a table for new rates. Two calls for one group at once (the
+ * coordinator makes none) would each compute from what they read, and the last to publish would win.
+ */
+final class GroupMemo {
+    /**
+     * The group's partitions as the core numbers them, for one layout (the subscribed topics by name, their
+     * partition counts, the partitions the coordinator does not let be assigned) and one read of the rates.
+     * Partition p of topic t is index {@code base[t] + p} when every partition is assignable, else {@code
+     * index[t][p]} (-1: not assignable).
+     */
+    record Table(Knowledge knowledge, Uuid[] topicIds, int[] counts, int[] unassignable, Partitions partitions,
+            Map<Uuid, Integer> topicOf, int[] base, int[][] index) {
+        /** Partition p of topic t, or -1 when it is not one of the problem's. */
+        int partition(int t, int p) {
+            if (p < 0 || p >= counts[t]) {
+                return -1;
+            }
+            return index == null ? base[t] + p : index[t][p];
+        }
+
+        boolean sameLayout(Uuid[] otherTopics, int[] otherCounts, int[] otherUnassignable) {
+            return Arrays.equals(topicIds, otherTopics) && Arrays.equals(counts, otherCounts)
+                    && Arrays.equals(unassignable, otherUnassignable);
+        }
+    }
+
+    /** A member's current assignment as the coordinator handed it, and what it was read into. */
+    record Seen(Map<Uuid, Set<Integer>> assignment, Holding holding) {}
+
+    /** Everything kept, immutable. */
+    record State(Table table, Map<String, Seen> seen, String[] natural) {}
+
+    static final State EMPTY = new State(null, Map.of(), new String[0]);
+
+    volatile State state = EMPTY;
+
+    /**
+     * The table for these topics (sorted by name), counts and unassignable partitions under these rates: the one
+     * kept when it was made for exactly them, else a new one; null when no partition has a stored rate.
+     */
+    static Table table(Table kept, Knowledge known, Uuid[] topicIds, int[] counts, int[] unassignable,
+            Function<Uuid, String> names) {
+        if (kept != null && kept.knowledge() == known && kept.sameLayout(topicIds, counts, unassignable)) {
+            return kept;
+        }
+        int total = 0;
+        for (int count : counts) {
+            total += count;
+        }
+        Partitions.Builder builder = new Partitions.Builder(total - unassignable.length);
+        int[] base = new int[topicIds.length];
+        int[][] index = unassignable.length == 0 ? null : new int[topicIds.length][];
+        Map<Uuid, Integer> topicOf = new HashMap<>(2 * topicIds.length);
+        boolean anyRate = false;
+        int global = 0; // partition p of topic t in the layout, counting unassignable ones
+        int skip = 0; // the next unassignable one
+        for (int t = 0; t < topicIds.length; t++) {
+            String name = names.apply(topicIds[t]);
+            int topic = builder.topic(name);
+            topicOf.put(topicIds[t], t);
+            TopicRates rates = known.rates().get(name);
+            base[t] = global - skip;
+            if (index != null) {
+                index[t] = new int[counts[t]];
+            }
+            for (int p = 0; p < counts[t]; p++, global++) {
+                if (skip < unassignable.length && unassignable[skip] == global) {
+                    skip++;
+                    index[t][p] = -1;
+                    continue;
+                }
+                double rate = rates == null || p >= rates.rate().length ? Double.NaN : rates.rate()[p];
+                anyRate |= !Double.isNaN(rate);
+                int j = builder.partition(topic, p, Double.isNaN(rate) ? 0.0 : rate,
+                        rates == null || p >= rates.lag().length ? Double.NaN : rates.lag()[p]);
+                if (index != null) {
+                    index[t][p] = j;
+                }
+            }
+        }
+        if (!anyRate) {
+            return null; // all rates zero would put every partition on one member: balanced counts serve better
+        }
+        return new Table(known, topicIds, counts, unassignable, builder.build(), topicOf, base, index);
+    }
+
+    /** A member's assignment as a holding of the table's partitions: the one seen before for this very map, else
+     * read now (partitions of topics not subscribed, beyond a topic's count or not assignable are left out). */
+    static Holding holding(Seen seen, Map<Uuid, Set<Integer>> assignment, Table table) {
+        if (seen != null && seen.assignment() == assignment && seen.holding().partitions() == table.partitions()) {
+            return seen.holding();
+        }
+        int size = 0;
+        for (Set<Integer> partitions : assignment.values()) {
+            size += partitions.size();
+        }
+        int[] held = new int[size];
+        int count = 0;
+        for (Map.Entry<Uuid, Set<Integer>> topic : assignment.entrySet()) {
+            Integer t = table.topicOf().get(topic.getKey());
+            if (t == null) {
+                continue; // a topic no longer subscribed
+            }
+            for (int p : topic.getValue()) {
+                int j = table.partition(t, p);
+                if (j >= 0) {
+                    held[count++] = j;
+                }
+            }
+        }
+        return table.partitions().holding(held, count);
+    }
+
+    /**
+     * The identities in natural order ({@link Natural#compare}), from the order kept: those still present keep
+     * their places, new ones are sorted and merged in.
+     */
+    static String[] natural(String[] kept, Collection<String> identities) {
+        Set<String> present = identities instanceof Set<String> set ? set : new HashSet<>(identities);
+        String[] order = new String[identities.size()];
+        int count = 0;
+        for (String identity : kept) {
+            if (count < order.length && present.contains(identity)) {
+                order[count++] = identity;
+            }
+        }
+        if (count == order.length) {
+            return order;
+        }
+        Set<String> placed = new HashSet<>(Arrays.asList(order).subList(0, count));
+        List<String> added = new ArrayList<>();
+        for (String identity : identities) {
+            if (!placed.contains(identity)) {
+                added.add(identity);
+            }
+        }
+        added.sort(Natural::compare);
+        String[] merged = new String[order.length];
+        int i = 0;
+        int k = 0;
+        for (int m = 0; m < merged.length; m++) {
+            merged[m] = k == added.size() || (i < count && Natural.compare(order[i], added.get(k)) < 0) ? order[i++]
+                    : added.get(k++);
+        }
+        return merged;
+    }
+
+    /**
+     * For the background, after the rates were read again: the kept layout's table under the new rates and the
+     * holdings seen made again on it, so the coordinator's next call finds them ready.
+     */
+    void prepare(Knowledge known, Function<Uuid, String> names) {
+        State before = state;
+        Table kept = before.table();
+        if (kept == null || kept.knowledge() == known || known.rates() == null
+                || !Arrays.stream(kept.topicIds()).allMatch(t -> names.apply(t) != null)) {
+            return;
+        }
+        Table table = table(null, known, kept.topicIds(), kept.counts(), kept.unassignable(), names);
+        if (table == null) {
+            return;
+        }
+        Map<String, Seen> seen = new HashMap<>(2 * before.seen().size());
+        before.seen().forEach((member, was) -> {
+            if (was.holding().partitions() == kept.partitions()) {
+                seen.put(member, new Seen(was.assignment(), table.partitions().holding(was.holding())));
+            }
+        });
+        // published only if no call published in between (that one's state is as fresh)
+        synchronized (this) {
+            if (state == before) {
+                state = new State(table, seen, before.natural());
+            }
+        }
+    }
+
+    /** Publishes the state a call computed with. */
+    synchronized void publish(State next) {
+        state = next;
+    }
+}
