@@ -22,7 +22,7 @@ import time
 import uuid
 import xml.etree.ElementTree as ElementTree
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
@@ -216,6 +216,19 @@ def assert_no_partition_owned_twice_at_once(members: list[JavaConsumer]) -> None
             assert start >= end, f"partition {partition}: {after} owned it before {before} gave it up"
 
 
+def starter(
+    java_build: JavaBuild, consumers: list[JavaConsumer], bootstrap: str, topic: str, group: str, mode: str, url: str
+) -> Callable[..., JavaConsumer]:
+    """Starts a member of `group` (its consumer process stopped by the `consumers` fixture at the end)."""
+
+    def start(identity: str, capacity: float = 100) -> JavaConsumer:
+        consumer = JavaConsumer(java_build, bootstrap, topic, group, identity, mode, url, capacity)
+        consumers.append(consumer)
+        return consumer
+
+    return start
+
+
 @pytest.mark.parametrize("mode", ["eager", "cooperative"])
 def test_classic_group_holds_the_services_assignment_and_reads_every_record_once(
     mode, java_build, kafka_broker, live_service, consumers
@@ -224,10 +237,7 @@ def test_classic_group_holds_the_services_assignment_and_reads_every_record_once
     topic, group = make_topic(bootstrap), f"java-{mode}-{uuid.uuid4().hex[:6]}"
     put_rates(url, group, topic)
 
-    def start(identity: str, capacity: float = 100) -> JavaConsumer:
-        consumer = JavaConsumer(java_build, bootstrap, topic, group, identity, mode, url, capacity)
-        consumers.append(consumer)
-        return consumer
+    start = starter(java_build, consumers, bootstrap, topic, group, mode, url)
 
     def settled(members: list[JavaConsumer], what: str, after_version: int = 0) -> dict:
         """The stored assignment the members hold, computed for exactly them (not one from before a join, which
@@ -320,10 +330,7 @@ def test_the_service_stores_the_kip848_groups_assignment_the_broker_reports(java
     topic, group = make_topic(bootstrap), f"java-848-{uuid.uuid4().hex[:6]}"
     put_rates(url, group, topic)
 
-    def start(identity: str) -> JavaConsumer:
-        consumer = JavaConsumer(java_build, bootstrap, topic, group, identity, "consumer", url)
-        consumers.append(consumer)
-        return consumer
+    start = starter(java_build, consumers, bootstrap, topic, group, "consumer", url)
 
     m1 = start("m1")
     wait_until(lambda: owns_every_partition_once([m1], len(RATES)), 60, "the first member did not get everything", [m1])
@@ -353,10 +360,7 @@ def test_kip848_group_is_assigned_by_rate_in_the_broker_and_still_with_the_servi
     topic, group = make_topic(bootstrap), f"java-848-{uuid.uuid4().hex[:6]}"
     put_rates(url, group, topic)
 
-    def start(identity: str) -> JavaConsumer:
-        consumer = JavaConsumer(java_build, bootstrap, topic, group, identity, "consumer", url)
-        consumers.append(consumer)
-        return consumer
+    start = starter(java_build, consumers, bootstrap, topic, group, "consumer", url)
 
     def by_rate(members: list[JavaConsumer], what: str, capacity: float = float("inf")) -> dict[str, float]:
         """Each member's load once they own every partition once, the broker's core made the target and (while
@@ -403,10 +407,7 @@ def test_kip848_members_stay_within_capacity_after_scaling_where_the_uniform_ass
         group = f"java-848-{assignor}-{uuid.uuid4().hex[:6]}"
         put_rates(url, group, topic, SKEWED)
 
-        def start(identity: str) -> JavaConsumer:
-            consumer = JavaConsumer(java_build, bootstrap, topic, group, identity, f"consumer:{assignor}", url)
-            consumers.append(consumer)
-            return consumer
+        start = starter(java_build, consumers, bootstrap, topic, group, f"consumer:{assignor}", url)
 
         def settled(members: list[JavaConsumer], what: str) -> dict[str, float]:
             """Each member's load once the members own every partition once, in the assignor's final state (while
