@@ -458,21 +458,10 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             topicIds = byName(subscribed);
         }
         int[] counts = new int[topicIds.length];
-        int[] unassignable = new int[0];
-        int unassignableCount = 0;
-        int global = 0;
         for (int t = 0; t < topicIds.length; t++) {
             counts[t] = describer.numPartitions(topicIds[t]);
-            for (int p = 0; p < counts[t]; p++, global++) {
-                if (!groupSpec.isPartitionAssignable(topicIds[t], p)) {
-                    if (unassignableCount == unassignable.length) {
-                        unassignable = Arrays.copyOf(unassignable, Math.max(16, 2 * unassignableCount));
-                    }
-                    unassignable[unassignableCount++] = global;
-                }
-            }
         }
-        unassignable = Arrays.copyOf(unassignable, unassignableCount);
+        int[] unassignable = unassignable(groupSpec, topicIds, counts);
         GroupMemo.Table table = GroupMemo.table(kept, known, topicIds, counts, unassignable, topicNames::get);
         if (table == null) {
             return null;
@@ -501,20 +490,42 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         Outcome outcome = known.algorithm().solve(builder.build());
         memo.publish(new GroupMemo.State(table, seen, natural));
         Problem problem = outcome.problem();
+        int[][] changed = changedInIndexOrder(outcome);
         Map<String, MemberAssignment> members = new HashMap<>(2 * natural.length);
         for (int i = 0; i < outcome.consumerCount(); i++) {
             int c = outcome.consumerIndex(i);
             if (c >= natural.length) {
                 throw new IllegalStateException("the core answered a consumer that is not a member: " + outcome.consumer(i));
             }
-            Map<Uuid, Set<Integer>> mine = outcome.unchanged(i) ? current[c] : assignment(problem, outcome.partitions(i),
-                    topicIds, table);
+            Map<Uuid, Set<Integer>> mine = changed[i] == null ? current[c] : assignment(problem, changed[i], topicIds);
             members.put(memberOfConsumer[c], () -> mine);
         }
         for (String memberId : memberOfConsumer) {
             members.putIfAbsent(memberId, Map::of);
         }
         return new Computed(outcome, new GroupAssignment(members), topicIds);
+    }
+
+    /**
+     * The partitions the coordinator does not let be assigned, numbered across the topics in order. A method of its
+     * own, small enough for the JIT to inline the spec's check into the loop (and drop what that check allocates).
+     */
+    private static int[] unassignable(GroupSpec groupSpec, Uuid[] topicIds, int[] counts) {
+        int[] unassignable = new int[0];
+        int count = 0;
+        int global = 0;
+        for (int t = 0; t < topicIds.length; t++) {
+            Uuid topicId = topicIds[t];
+            for (int p = 0; p < counts[t]; p++, global++) {
+                if (!groupSpec.isPartitionAssignable(topicId, p)) {
+                    if (count == unassignable.length) {
+                        unassignable = Arrays.copyOf(unassignable, Math.max(16, 2 * count));
+                    }
+                    unassignable[count++] = global;
+                }
+            }
+        }
+        return count == unassignable.length ? unassignable : Arrays.copyOf(unassignable, count);
     }
 
     /**
@@ -531,15 +542,40 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         return sorted;
     }
 
-    /** A member's partitions (indices into the problem) as the coordinator takes them: a set per topic. */
-    private static Map<Uuid, Set<Integer>> assignment(Problem problem, int[] held, Uuid[] topicIds,
-            GroupMemo.Table table) {
-        if (held.length == 0) {
+    /**
+     * The partitions of each consumer whose assignment changed, in index order (the (topic, partition) order); null
+     * for those that hold what they held. One pass over the partitions when any changed: MWF's migrations change
+     * most members on any change of the group, and the pass costs less than sorting each one's partitions.
+     */
+    private static int[][] changedInIndexOrder(Outcome outcome) {
+        int count = outcome.consumerCount();
+        int[][] sorted = new int[count][];
+        boolean any = false;
+        for (int i = 0; i < count; i++) {
+            if (!outcome.unchanged(i)) {
+                sorted[i] = new int[outcome.partitions(i).length];
+                any = true;
+            }
+        }
+        int[] filled = new int[count];
+        for (int j = 0, n = any ? outcome.problem().size() : 0; j < n; j++) {
+            int i = outcome.ownerIndex(j);
+            if (sorted[i] != null) {
+                sorted[i][filled[i]++] = j;
+            }
+        }
+        return sorted;
+    }
+
+    /**
+     * A member's partitions (indices into the problem, ascending: a run per topic, partitions ascending) as the
+     * coordinator takes them: a set per topic.
+     */
+    private static Map<Uuid, Set<Integer>> assignment(Problem problem, int[] sorted, Uuid[] topicIds) {
+        if (sorted.length == 0) {
             return Map.of();
         }
-        int[] sorted = held.clone();
-        Arrays.sort(sorted); // index order is (topic, partition) order: a run per topic, partitions ascending
-        Map<Uuid, Set<Integer>> byTopic = new HashMap<>(4);
+        Map<Uuid, Set<Integer>> byTopic = new HashMap<>(Math.min(topicIds.length, sorted.length) * 4 / 3 + 1);
         for (int from = 0; from < sorted.length; ) {
             int t = problem.topicIndex(sorted[from]);
             int to = from + 1;

@@ -7,7 +7,7 @@ import java.util.Map;
 /**
  * Every consumer id of one problem as a small integer: the known ones (members, previous consumers) first, then
  * the ids the pool mints (c&lt;n&gt;, surplus-&lt;n&gt;). {@code tie(c)} orders ids as their natural order does
- * ({@link Natural}): equal for ids whose keys are equal ("c7", "c07"), where the reference breaks the tie by bin.
+ * ({@link Natural}, which orders no two distinct ids alike: "c7" and "c07" by the ids themselves).
  */
 final class Consumers {
     static final String MINTED_PREFIX = "c";
@@ -20,9 +20,8 @@ final class Consumers {
     private double[] cap;
     private boolean[] member;
     private final int known;
-    /** The known ids in natural order, and each one's distinct-key rank. */
+    /** The known ids in natural order. */
     private final int[] sortedKnown;
-    private final int[] distinct;
 
     /**
      * {@code own[c]}: the capacity of known consumer c (C when it has none of its own). The list and the map are
@@ -37,18 +36,18 @@ final class Consumers {
         this.member = Arrays.copyOf(member, Math.max(known, 1));
         this.tie = new long[Math.max(known, 1)];
         sortedKnown = new int[known];
+        // Ids given in natural order (as the broker assignor keeps them) are checked with one comparison each.
+        boolean ordered = true;
         for (int c = 0; c < known; c++) {
             sortedKnown[c] = c;
+            ordered &= c == 0 || Natural.compare(names.get(c - 1), names.get(c)) < 0;
         }
-        Sorting.stable(sortedKnown, (a, b) -> Natural.compare(this.names.get(a), this.names.get(b)));
-        distinct = new int[known];
-        int d = 0;
+        if (!ordered) {
+            Sorting.stable(sortedKnown, (a, b) -> Natural.compare(this.names.get(a), this.names.get(b)));
+        }
+        // Natural.compare is zero only for equal ids, so each known id has a rank of its own.
         for (int i = 0; i < known; i++) {
-            if (i > 0 && Natural.compare(names.get(sortedKnown[i - 1]), names.get(sortedKnown[i])) != 0) {
-                d++;
-            }
-            distinct[i] = d;
-            tie[sortedKnown[i]] = (2L * d + 1) << 32;
+            tie[sortedKnown[i]] = (2L * i + 1) << 32;
         }
     }
 
@@ -88,8 +87,8 @@ final class Consumers {
         if (existing != null) {
             return existing;
         }
-        // Its place among the known ids: an equal key shares that id's tie; else it sits between two distinct
-        // keys, after the ids minted there before it (n grows, and so does the natural order of prefix<n>).
+        // Its place among the known ids (a known id equal to it was found above): between two of them, after the
+        // ids minted there before it (n grows, and so does the natural order of prefix<n>).
         int low = 0;
         int high = known;
         while (low < high) {
@@ -100,13 +99,7 @@ final class Consumers {
                 high = middle;
             }
         }
-        long newTie;
-        if (low < known && Natural.compare(names.get(sortedKnown[low]), name) == 0) {
-            newTie = tie[sortedKnown[low]];
-        } else {
-            long below = low == 0 ? 0 : distinct[low - 1] + 1L;
-            newTie = ((2 * below) << 32) | n;
-        }
+        long newTie = ((2L * low) << 32) | n;
         int c = names.size();
         if (c == tie.length) {
             int grown = Math.max(4, c * 2);

@@ -83,14 +83,17 @@ final class ModifiedAnyFit {
                 }
             }
         }
-        // Line 2: largest first, ties by id.
-        double[] size = new double[known];
+        // Line 2: largest first, ties by id (two stable radix passes: by id, then by size, largest first).
+        long[] key = new long[known];
+        for (int i = 0; i < consumersSeen; i++) {
+            key[order[i]] = problem.consumers.tie(order[i]);
+        }
+        Sorting.byKey(order, consumersSeen, key);
         for (int i = 0; i < consumersSeen; i++) {
             Holding holding = holdingOf[order[i]];
-            size[order[i]] = cumulative ? holding.sums[holding.size()] : rates[holding.decreasing[0]];
+            key[order[i]] = ~Sorting.ordered(cumulative ? holding.sums[holding.size()] : rates[holding.decreasing[0]]);
         }
-        problem.consumers.sort(order, consumersSeen);
-        Sorting.stable(order, consumersSeen, (a, b) -> Sorting.compare(size[b], size[a]));
+        Sorting.byKey(order, consumersSeen, key);
 
         Bins bins = new Bins(problem, rule);
         int[] home = new int[known];

@@ -60,52 +60,50 @@ public final class Outcome {
         Consumers consumers = problem.consumers;
         int n = problem.n;
         int[] order = new int[consumer.length];
+        long[] tie = new long[consumer.length];
         for (int i = 0; i < order.length; i++) {
             order[i] = i;
+            tie[i] = consumers.tie(consumer[i]);
         }
-        int[] byConsumer = consumer;
-        Sorting.stable(order, (a, b) -> Long.compareUnsigned(consumers.tie(byConsumer[a]), consumers.tie(byConsumer[b])));
+        Sorting.byKey(order, tie); // natural order (stable, as ties are unsigned)
         int[] sortedConsumers = new int[order.length];
         int[][] sortedHeld = new int[order.length][];
         double[] loads = new double[order.length];
         int[] owner = new int[n];
         Arrays.fill(owner, -1);
+        int[] before = problem.previousCounts(); // per known consumer: partitions it held before
+        int[] moved = new int[n];
+        int moves = 0;
+        boolean[] unchanged = new boolean[order.length];
         int placed = 0;
+        // One pass over each consumer's partitions: its load, the partitions that came from another consumer, and
+        // whether it holds exactly what it held before.
         for (int i = 0; i < order.length; i++) {
-            sortedConsumers[i] = consumer[order[i]];
-            sortedHeld[i] = held[order[i]];
+            int c = consumer[order[i]];
+            int[] mine = held[order[i]];
+            sortedConsumers[i] = c;
+            sortedHeld[i] = mine;
             double load = 0.0;
-            for (int j : sortedHeld[i]) {
+            int kept = 0;
+            for (int j : mine) {
                 if (owner[j] >= 0) {
                     throw new IllegalStateException("algorithm " + algorithm + " placed a partition twice");
                 }
                 owner[j] = i;
                 load += problem.rate[j];
+                int was = problem.previousOwner[j];
+                if (was == c) {
+                    kept++;
+                } else if (was != Pool.NONE) {
+                    moved[moves++] = j;
+                }
             }
-            placed += sortedHeld[i].length;
+            placed += mine.length;
             loads[i] = load;
+            unchanged[i] = kept == mine.length && (c < before.length ? before[c] : 0) == kept;
         }
         if (placed != n) {
             throw new IllegalStateException("algorithm " + algorithm + " did not place every partition");
-        }
-        int[] moved = new int[n];
-        int moves = 0;
-        int[] kept = new int[order.length]; // per consumer: partitions it held before and holds still
-        int[] before = new int[consumers.size()]; // per consumer id: partitions it held before
-        for (int j = 0; j < n; j++) {
-            int was = problem.previousOwner[j];
-            if (was != Pool.NONE) {
-                before[was]++;
-                if (was != sortedConsumers[owner[j]]) {
-                    moved[moves++] = j;
-                } else {
-                    kept[owner[j]]++;
-                }
-            }
-        }
-        boolean[] unchanged = new boolean[order.length];
-        for (int i = 0; i < order.length; i++) {
-            unchanged[i] = kept[i] == sortedHeld[i].length && before[sortedConsumers[i]] == kept[i];
         }
         double rscore = Sums.fsum(problem.rate, moved, moves) / problem.capacity;
         return new Outcome(algorithm, problem, sortedConsumers, sortedHeld, loads, owner, moves, unchanged, rscore,

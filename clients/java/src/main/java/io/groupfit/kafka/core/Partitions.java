@@ -96,8 +96,25 @@ public final class Partitions {
         return holding(other.decreasing, other.decreasing.length);
     }
 
-    /** Sorts partition indices by their place in the decreasing order. */
+    /**
+     * Sorts partition indices (none twice) by their place in the decreasing order: a sort of their places when they
+     * are few, else one pass over the decreasing order picking those marked (the same order, in O(n)).
+     */
     int[] decreasing(int[] partitions, int length) {
+        if (length > n / 32) {
+            boolean[] marked = new boolean[n];
+            for (int i = 0; i < length; i++) {
+                marked[decreasingRank[partitions[i]]] = true;
+            }
+            int[] sorted = new int[length];
+            int k = 0;
+            for (int position = 0; k < length; position++) {
+                if (marked[position]) {
+                    sorted[k++] = decreasing[position];
+                }
+            }
+            return sorted;
+        }
         int[] ranks = new int[length];
         for (int i = 0; i < length; i++) {
             ranks[i] = decreasingRank[partitions[i]];

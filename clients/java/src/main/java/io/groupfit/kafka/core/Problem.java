@@ -171,6 +171,15 @@ public final class Problem {
         return holdings;
     }
 
+    /** Per known consumer: how many partitions it held (that still exist). */
+    int[] previousCounts() {
+        int[] counts = new int[consumers.known()];
+        for (int i = 0; i < previousIds.length; i++) {
+            counts[previousIds[i]] = listed[i] != null ? listed[i].length : holdings[i].size();
+        }
+        return counts;
+    }
+
     /** What each previous consumer held (parallel to {@link #previousIds}), in the order listed; a holding given
      * as such is listed in (topic, partition) order, as a request built from this problem lists it. */
     int[] previousHeld(int i) {

@@ -15,14 +15,18 @@ final class Sorting {
      * radix, 8 bits a pass, a pass skipped when every item has the same byte there. O(n).
      */
     static void byKey(int[] items, long[] key) {
-        int n = items.length;
+        byKey(items, items.length, key);
+    }
+
+    /** {@link #byKey(int[], long[])} on {@code items[0..n)}. */
+    static void byKey(int[] items, int n, long[] key) {
         if (n < 2) {
             return;
         }
         // Every byte's histogram in one pass; a byte that all items share needs no pass of its own.
         int[][] count = new int[8][257];
-        for (int item : items) {
-            long k = key[item];
+        for (int i = 0; i < n; i++) {
+            long k = key[items[i]];
             for (int b = 0; b < 8; b++) {
                 count[b][(int) (k >>> (8 * b) & 0xff) + 1]++;
             }
@@ -41,7 +45,8 @@ final class Sorting {
             if (to == null) {
                 to = new int[n];
             }
-            for (int item : from) {
+            for (int i = 0; i < n; i++) {
+                int item = from[i];
                 to[histogram[(int) (key[item] >>> shift & 0xff)]++] = item;
             }
             int[] swap = from;
