@@ -470,38 +470,40 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         Problem.Builder builder = new Problem.Builder(used, table.partitions());
         Map<String, GroupMemo.Seen> seen = new HashMap<>(2 * natural.length);
         String[] memberOfConsumer = new String[natural.length];
-        @SuppressWarnings("unchecked")
-        Map<Uuid, Set<Integer>>[] current = new Map[natural.length];
+        MemberAssignment[] current = new MemberAssignment[natural.length];
         for (String identity : natural) { // consumers in natural order: the core's sorts find them sorted
             int c = builder.consumer(identity);
             builder.member(c, memberCapacities.getOrDefault(identity, Double.NaN));
         }
         for (int c = 0; c < natural.length; c++) {
             String memberId = memberOf.get(natural[c]);
-            Map<Uuid, Set<Integer>> assignment = groupSpec.memberAssignment(memberId).partitions();
-            Holding holding = GroupMemo.holding(before.seen().get(memberId), assignment, table);
-            seen.put(memberId, new GroupMemo.Seen(assignment, holding));
+            MemberAssignment assigned = groupSpec.memberAssignment(memberId);
+            Map<Uuid, Set<Integer>> assignment = assigned.partitions();
+            GroupMemo.Seen was = before.seen().get(memberId);
+            Holding holding = GroupMemo.holding(was, assignment, table);
+            seen.put(memberId, was != null && was.holding() == holding ? was : new GroupMemo.Seen(assignment, holding));
             memberOfConsumer[c] = memberId;
-            current[c] = assignment;
+            current[c] = assigned;
             if (holding.size() > 0) {
                 builder.previous(c, holding);
             }
         }
         Outcome outcome = known.algorithm().solve(builder.build());
         memo.publish(new GroupMemo.State(table, seen, natural));
-        Problem problem = outcome.problem();
-        int[][] changed = changedInIndexOrder(outcome);
+        Map<Uuid, Set<Integer>>[] changed = changedAssignments(outcome, topicIds);
         Map<String, MemberAssignment> members = new HashMap<>(2 * natural.length);
         for (int i = 0; i < outcome.consumerCount(); i++) {
             int c = outcome.consumerIndex(i);
             if (c >= natural.length) {
                 throw new IllegalStateException("the core answered a consumer that is not a member: " + outcome.consumer(i));
             }
-            Map<Uuid, Set<Integer>> mine = changed[i] == null ? current[c] : assignment(problem, changed[i], topicIds);
-            members.put(memberOfConsumer[c], () -> mine);
+            Map<Uuid, Set<Integer>> mine = changed[i];
+            members.put(memberOfConsumer[c], mine == null ? current[c] : () -> mine);
         }
-        for (String memberId : memberOfConsumer) {
-            members.putIfAbsent(memberId, Map::of);
+        if (outcome.consumerCount() < memberOfConsumer.length) { // in member mode the answer names every member
+            for (String memberId : memberOfConsumer) {
+                members.putIfAbsent(memberId, Map::of);
+            }
         }
         return new Computed(outcome, new GroupAssignment(members), topicIds);
     }
@@ -543,53 +545,59 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
     }
 
     /**
-     * The partitions of each consumer whose assignment changed, in index order (the (topic, partition) order); null
-     * for those that hold what they held. One pass over the partitions when any changed: MWF's migrations change
-     * most members on any change of the group, and the pass costs less than sorting each one's partitions.
+     * Each changed consumer's assignment as the coordinator takes it, a set per topic (null for those that hold what
+     * they held: their current assignment is handed back). One pass over the partitions in index order, which is the
+     * (topic, partition) order: each member's partition numbers come out ascending, a run per topic, in one array
+     * that its sets share. MWF's migrations change most members on any change of the group, and the pass costs less
+     * than sorting each one's partitions.
      */
-    private static int[][] changedInIndexOrder(Outcome outcome) {
+    @SuppressWarnings("unchecked")
+    private static Map<Uuid, Set<Integer>>[] changedAssignments(Outcome outcome, Uuid[] topicIds) {
         int count = outcome.consumerCount();
-        int[][] sorted = new int[count][];
+        Map<Uuid, Set<Integer>>[] assignments = new Map[count];
+        int[][] numbers = new int[count][];
         boolean any = false;
         for (int i = 0; i < count; i++) {
             if (!outcome.unchanged(i)) {
-                sorted[i] = new int[outcome.partitions(i).length];
+                int size = outcome.partitions(i).length;
+                numbers[i] = new int[size];
+                assignments[i] = new HashMap<>(Math.min(topicIds.length, size) * 4 / 3 + 1);
                 any = true;
             }
         }
+        if (!any) {
+            return assignments;
+        }
+        Problem problem = outcome.problem();
         int[] filled = new int[count];
-        for (int j = 0, n = any ? outcome.problem().size() : 0; j < n; j++) {
+        int[] runFrom = new int[count];
+        int[] runTopic = new int[count];
+        Arrays.fill(runTopic, -1);
+        for (int j = 0, n = problem.size(); j < n; j++) {
             int i = outcome.ownerIndex(j);
-            if (sorted[i] != null) {
-                sorted[i][filled[i]++] = j;
+            int[] mine = numbers[i];
+            if (mine == null) {
+                continue;
+            }
+            int t = problem.topicIndex(j);
+            if (t != runTopic[i]) {
+                if (runTopic[i] >= 0) {
+                    assignments[i].put(topicIds[runTopic[i]], new PartitionSet(mine, runFrom[i], filled[i]));
+                }
+                runTopic[i] = t;
+                runFrom[i] = filled[i];
+            }
+            mine[filled[i]++] = problem.partition(j);
+        }
+        for (int i = 0; i < count; i++) {
+            if (numbers[i] != null) {
+                if (runTopic[i] >= 0) {
+                    assignments[i].put(topicIds[runTopic[i]], new PartitionSet(numbers[i], runFrom[i], filled[i]));
+                }
+                assignments[i] = Collections.unmodifiableMap(assignments[i]);
             }
         }
-        return sorted;
-    }
-
-    /**
-     * A member's partitions (indices into the problem, ascending: a run per topic, partitions ascending) as the
-     * coordinator takes them: a set per topic.
-     */
-    private static Map<Uuid, Set<Integer>> assignment(Problem problem, int[] sorted, Uuid[] topicIds) {
-        if (sorted.length == 0) {
-            return Map.of();
-        }
-        Map<Uuid, Set<Integer>> byTopic = new HashMap<>(Math.min(topicIds.length, sorted.length) * 4 / 3 + 1);
-        for (int from = 0; from < sorted.length; ) {
-            int t = problem.topicIndex(sorted[from]);
-            int to = from + 1;
-            while (to < sorted.length && problem.topicIndex(sorted[to]) == t) {
-                to++;
-            }
-            int[] numbers = new int[to - from];
-            for (int k = from; k < to; k++) {
-                numbers[k - from] = problem.partition(sorted[k]);
-            }
-            byTopic.put(topicIds[t], new PartitionSet(numbers));
-            from = to;
-        }
-        return Collections.unmodifiableMap(byTopic);
+        return assignments;
     }
 
     /**

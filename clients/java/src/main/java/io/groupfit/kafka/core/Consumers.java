@@ -75,9 +75,9 @@ final class Consumers {
         return member[c];
     }
 
-    /** Sorts consumer indices by natural order, stably (equal keys keep their order). */
+    /** Sorts consumer indices by natural order (a radix sort by tie). */
     void sort(int[] ids, int length) {
-        Sorting.stable(ids, length, (a, b) -> Long.compareUnsigned(tie[a], tie[b]));
+        Sorting.byKey(ids, length, tie);
     }
 
     /** The id {@code prefix<n>}: a known one if it is known, else a new entry of capacity C. */

@@ -73,8 +73,8 @@ final class ModifiedAnyFit {
                 held += holdings[i].size();
             }
         }
-        // U: the partitions no consumer held (new ones), in any order (sorted before use)
-        int[] unassigned = new int[problem.n];
+        // U: the partitions no consumer held (new ones), in any order (sorted before use); grown as consumers add
+        int[] unassigned = new int[problem.n - held + 16];
         int unassignedCount = 0;
         if (held < problem.n) {
             for (int j = 0; j < problem.n; j++) {
@@ -83,17 +83,14 @@ final class ModifiedAnyFit {
                 }
             }
         }
-        // Line 2: largest first, ties by id (two stable radix passes: by id, then by size, largest first).
-        long[] key = new long[known];
-        for (int i = 0; i < consumersSeen; i++) {
-            key[order[i]] = problem.consumers.tie(order[i]);
-        }
-        Sorting.byKey(order, consumersSeen, key);
+        // Line 2: largest first, ties by id (stable radix sorts: by id, then by size, largest first).
+        long[] size = new long[known];
         for (int i = 0; i < consumersSeen; i++) {
             Holding holding = holdingOf[order[i]];
-            key[order[i]] = ~Sorting.ordered(cumulative ? holding.sums[holding.size()] : rates[holding.decreasing[0]]);
+            size[order[i]] = ~Sorting.ordered(cumulative ? holding.sums[holding.size()] : rates[holding.decreasing[0]]);
         }
-        Sorting.byKey(order, consumersSeen, key);
+        problem.consumers.sort(order, consumersSeen);
+        Sorting.byKey(order, consumersSeen, size);
 
         Bins bins = new Bins(problem, rule);
         int[] home = new int[known];
@@ -125,9 +122,11 @@ final class ModifiedAnyFit {
                     spending.spend(pset[k]);
                 }
             }
-            for (int k = taken; k < end; k++) {
-                unassigned[unassignedCount++] = pset[k];
+            if (unassignedCount + end - taken > unassigned.length) {
+                unassigned = Arrays.copyOf(unassigned, Math.max(2 * unassigned.length, unassignedCount + end - taken));
             }
+            System.arraycopy(pset, taken, unassigned, unassignedCount, end - taken);
+            unassignedCount += end - taken;
         }
         for (int j : problem.decreasing(unassigned, unassignedCount)) { // lines 27-30
             int b = bins.find(j);

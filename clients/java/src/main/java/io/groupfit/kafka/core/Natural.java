@@ -16,9 +16,13 @@ public final class Natural {
         return order != 0 ? order : compareCodePoints(a, b);
     }
 
+    /** {@link #compareAscii}'s answer when it meets a character beyond ASCII before it could decide. */
+    private static final int NOT_ASCII = Integer.MIN_VALUE;
+
     private static int compareChunks(String a, String b) {
-        if (isAscii(a) && isAscii(b)) {
-            return compareAscii(a, b);
+        int ascii = compareAscii(a, b);
+        if (ascii != NOT_ASCII) {
+            return ascii;
         }
         int i = 0;
         int j = 0;
@@ -43,16 +47,12 @@ public final class Natural {
         }
     }
 
-    private static boolean isAscii(String s) {
-        for (int i = 0; i < s.length(); i++) {
-            if (s.charAt(i) >= 0x80) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    /** The same order on ASCII ids, char by char (the common case: no code points, no Unicode digits). */
+    /**
+     * The same order char by char while the chars read are ASCII (the common case: no code points, no Unicode
+     * digits), in one pass; {@link #NOT_ASCII} when it meets another char before deciding. What follows the point
+     * of decision cannot change it, except a Unicode digit continuing a digit run: a run is read up to the first
+     * char that is not an ASCII digit, which must be ASCII too.
+     */
     private static int compareAscii(String a, String b) {
         int i = 0;
         int j = 0;
@@ -61,18 +61,18 @@ public final class Natural {
         while (i < na && j < nb) {
             char x = a.charAt(i);
             char y = b.charAt(j);
+            if (x >= 0x80 || y >= 0x80) {
+                return NOT_ASCII;
+            }
             boolean digitX = x >= '0' && x <= '9';
             boolean digitY = y >= '0' && y <= '9';
             if (digitX && digitY) {
-                int ie = i;
-                while (ie < na && a.charAt(ie) >= '0' && a.charAt(ie) <= '9') {
-                    ie++;
+                int ie = asciiDigitsEnd(a, i);
+                int je = asciiDigitsEnd(b, j);
+                if (ie < 0 || je < 0) {
+                    return NOT_ASCII;
                 }
-                int je = j;
-                while (je < nb && b.charAt(je) >= '0' && b.charAt(je) <= '9') {
-                    je++;
-                }
-                int order = compareNumbers(a, i, ie, b, j, je);
+                int order = compareAsciiNumbers(a, i, ie, b, j, je);
                 if (order != 0) {
                     return order;
                 }
@@ -90,6 +90,41 @@ public final class Natural {
             }
         }
         return (i < na ? 1 : 0) - (j < nb ? 1 : 0);
+    }
+
+    /** The end of the ASCII digit run from {@code from}, or -1 when a char beyond ASCII follows it. */
+    private static int asciiDigitsEnd(String s, int from) {
+        int k = from;
+        while (k < s.length()) {
+            char c = s.charAt(k);
+            if (c >= 0x80) {
+                return -1;
+            }
+            if (c < '0' || c > '9') {
+                break;
+            }
+            k++;
+        }
+        return k;
+    }
+
+    /** Two ASCII digit runs by value: leading zeros skipped, then the longer is larger, then digit by digit. */
+    private static int compareAsciiNumbers(String a, int i, int ie, String b, int j, int je) {
+        while (i < ie && a.charAt(i) == '0') {
+            i++;
+        }
+        while (j < je && b.charAt(j) == '0') {
+            j++;
+        }
+        if (ie - i != je - j) {
+            return Integer.compare(ie - i, je - j);
+        }
+        for (; i < ie; i++, j++) {
+            if (a.charAt(i) != b.charAt(j)) {
+                return a.charAt(i) - b.charAt(j);
+            }
+        }
+        return 0;
     }
 
     private static int chunkEnd(String s, int from, boolean digits) {

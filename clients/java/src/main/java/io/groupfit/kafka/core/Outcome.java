@@ -72,7 +72,7 @@ public final class Outcome {
         int[] owner = new int[n];
         Arrays.fill(owner, -1);
         int[] before = problem.previousCounts(); // per known consumer: partitions it held before
-        int[] moved = new int[n];
+        int[] moved = new int[16]; // grown as needed: a change of the group moves few partitions
         int moves = 0;
         boolean[] unchanged = new boolean[order.length];
         int placed = 0;
@@ -95,6 +95,9 @@ public final class Outcome {
                 if (was == c) {
                     kept++;
                 } else if (was != Pool.NONE) {
+                    if (moves == moved.length) {
+                        moved = Arrays.copyOf(moved, 2 * moves);
+                    }
                     moved[moves++] = j;
                 }
             }
@@ -117,11 +120,7 @@ public final class Outcome {
     private static int[] fold(Problem problem, int[] consumer, int[][] held, int[][][] foldedHeld) {
         Consumers consumers = problem.consumers;
         int[] members = problem.members.clone();
-        // The heap breaks equal (excess, natural key) by the id itself: slots in (natural key, id) order.
-        Sorting.stable(members, (a, b) -> {
-            int order = Long.compareUnsigned(consumers.tie(a), consumers.tie(b));
-            return order != 0 ? order : Natural.compareCodePoints(consumers.name(a), consumers.name(b));
-        });
+        consumers.sort(members, members.length); // slots in natural order (no two ids have one tie)
         int[] slot = new int[consumers.size()];
         Arrays.fill(slot, -1);
         for (int i = 0; i < members.length; i++) {

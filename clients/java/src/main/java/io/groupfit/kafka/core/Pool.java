@@ -22,8 +22,12 @@ final class Pool {
         this.consumers = consumers;
         if (members != null) {
             int[] sorted = members.clone();
+            long[] largestFirst = new long[consumers.size()];
+            for (int c : sorted) {
+                largestFirst[c] = ~Sorting.ordered(consumers.cap(c));
+            }
             consumers.sort(sorted, sorted.length);
-            Sorting.stable(sorted, (a, b) -> Sorting.compare(consumers.cap(b), consumers.cap(a)));
+            Sorting.byKey(sorted, largestFirst);
             this.members = sorted;
         } else {
             this.members = null;
