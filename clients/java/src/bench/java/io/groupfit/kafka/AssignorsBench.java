@@ -255,8 +255,8 @@ public class AssignorsBench {
         Map<TopicPartition, String> current = new HashMap<>();
         if (!before.isEmpty()) {
             for (int round = 0; round < SETTLE_ROUNDS; round++) {
-                Map<TopicPartition, String> next = LocalCore.solve(mwf, capacity, before, Map.of(), partitions, rates,
-                        current);
+                Map<TopicPartition, String> next = LocalCore.solve(mwf, capacity, before, Map.of(), Map.of(), partitions,
+                        rates, Map.of(), current);
                 if (next.equals(current)) {
                     break;
                 }
@@ -334,6 +334,6 @@ public class AssignorsBench {
 
     @Benchmark
     public Map<TopicPartition, String> classicGroupfitCore() {
-        return LocalCore.solve(mwf, capacity, after, Map.of(), partitions, rates, previous);
+        return LocalCore.solve(mwf, capacity, after, Map.of(), Map.of(), partitions, rates, Map.of(), previous);
     }
 }

@@ -78,6 +78,25 @@ public final class Problem {
         return zones != null;
     }
 
+    /** Partition j's racks in name order (a zone-aware problem's; else none). */
+    public List<String> racks(int j) {
+        if (zones == null) {
+            return List.of();
+        }
+        List<String> names = new ArrayList<>(zones.ofPartition[j].length);
+        for (int r : zones.ofPartition[j]) {
+            names.add(zones.names[r]);
+        }
+        return names;
+    }
+
+    /** The rack known for a consumer before the algorithm runs (a zone-aware problem's), or null. */
+    public String rack(String consumer) {
+        Integer c = zones == null ? null : consumerIndex(consumer);
+        int rack = c == null ? Zones.NO_RACK : zones.rackOf(c);
+        return rack == Zones.NO_RACK ? null : zones.names[rack];
+    }
+
     public Partitions partitions() {
         return partitions;
     }
