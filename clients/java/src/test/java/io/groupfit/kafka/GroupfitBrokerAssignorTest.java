@@ -18,6 +18,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.coordinator.group.api.assignor.GroupAssignment;
@@ -229,27 +230,37 @@ class GroupfitBrokerAssignorTest {
     void assignNeverCallsTheServiceOnItsThreadSoAHungOrStoppedServiceChangesNothing() throws Exception {
         learn("g1");
         Map<String, Set<Integer>> before = Map.of("a", Set.of(0, 1), "b", Set.of(2, 3));
-        Map<String, Set<Integer>> answer = owned(assignor.assign(spec(before), topic(4)));
-        service.gate = new CountDownLatch(1); // every request now hangs until the test ends
+        assertHungOrStoppedServiceChangesNothing(() -> assignor.assign(spec(before), topic(4)));
+        // Calls were made (the reads, the reports), none of them on a thread that called assign().
+        assertTrue(client.callsByThread.values().stream().mapToInt(AtomicInteger::get).sum() >= 3,
+                client.callsByThread.toString());
+    }
+
+    /**
+     * The answer of {@code assign} with the service up, then hung (every request waits until the test ends), then
+     * stopped: the same each time, as computed in the core, and no call made on a thread that called assign().
+     */
+    private Map<String, Set<Integer>> assertHungOrStoppedServiceChangesNothing(Supplier<GroupAssignment> assign)
+            throws Exception {
+        Map<String, Set<Integer>> answer = owned(assign.get());
+        service.gate = new CountDownLatch(1);
         Thread caller = new Thread(() -> {
             for (int i = 0; i < 20; i++) {
-                assertEquals(answer, owned(assignor.assign(spec(before), topic(4))));
+                assertEquals(answer, owned(assign.get()));
                 assertEquals("core", assignor.lastReport().source());
             }
         }, "coordinator");
         caller.start();
         caller.join(30_000);
         assertFalse(caller.isAlive(), "assign() waited on the hung service");
-        service.server.stop(0); // and stopped
+        service.server.stop(0);
         for (int i = 0; i < 20; i++) {
-            assertEquals(answer, owned(assignor.assign(spec(before), topic(4))));
+            assertEquals(answer, owned(assign.get()));
         }
-        // Calls were made (the reads, the reports), and none of them on a thread that called assign().
-        assertTrue(client.callsByThread.values().stream().mapToInt(AtomicInteger::get).sum() >= 3,
-                client.callsByThread.toString());
         assertFalse(client.callsByThread.containsKey("coordinator"), client.callsByThread.toString());
         assertFalse(client.callsByThread.containsKey(Thread.currentThread().getName()),
                 client.callsByThread.toString());
+        return answer;
     }
 
     /** a in rack x, b in rack y, c without one; partitions 0 and 2 have replicas in x (and z), 1 and 3 in y. */
@@ -303,26 +314,10 @@ class GroupfitBrokerAssignorTest {
     void aZoneAwareGroupMakesNoServiceCallOnTheCallingThreadHungOrStopped() throws Exception {
         learn("g1");
         Map<String, Set<Integer>> before = Map.of("a", Set.of(0, 1), "b", Set.of(2, 3));
-        Map<String, Set<Integer>> answer = owned(assignor.assign(racked(before), RACKED));
-        assertEquals(Map.of("a", Set.of(0, 2), "b", Set.of(1, 3)), answer);
-        service.gate = new CountDownLatch(1); // every request now hangs until the test ends
-        Thread caller = new Thread(() -> {
-            for (int i = 0; i < 20; i++) {
-                assertEquals(answer, owned(assignor.assign(racked(before), RACKED)));
-                assertEquals("core", assignor.lastReport().source());
-                assertEquals(0.0, assignor.lastReport().crossZoneRate());
-            }
-        }, "coordinator");
-        caller.start();
-        caller.join(30_000);
-        assertFalse(caller.isAlive(), "assign() waited on the hung service");
-        service.server.stop(0); // and stopped
-        for (int i = 0; i < 20; i++) {
-            assertEquals(answer, owned(assignor.assign(racked(before), RACKED)));
-        }
-        assertFalse(client.callsByThread.containsKey("coordinator"), client.callsByThread.toString());
-        assertFalse(client.callsByThread.containsKey(Thread.currentThread().getName()),
-                client.callsByThread.toString());
+        Map<String, Set<Integer>> answer = assertHungOrStoppedServiceChangesNothing(
+                () -> assignor.assign(racked(before), RACKED));
+        assertEquals(Map.of("a", Set.of(0, 2), "b", Set.of(1, 3)), answer); // zone-aware
+        assertEquals(0.0, assignor.lastReport().crossZoneRate());
     }
 
     @Test

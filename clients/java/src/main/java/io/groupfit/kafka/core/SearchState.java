@@ -384,8 +384,7 @@ final class SearchState {
         }
         int[] roomiest = first(bySlack, EJECTION_TRIES); // moves below reorder it
         for (int bin : roomiest) {
-            int[] smaller = byRank(held[bin], heldCount[bin]);
-            // smallest first: the decreasing order reversed within... by (rate, key) ascending
+            int[] smaller = Arrays.copyOf(held[bin], heldCount[bin]); // smallest first, ties by (topic, partition)
             Sorting.stable(smaller, (x, y) -> {
                 int byRate = Sorting.compare(rates[x], rates[y]);
                 return byRate != 0 ? byRate : Integer.compare(rank[x], rank[y]);
