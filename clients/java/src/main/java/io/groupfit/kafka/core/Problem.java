@@ -398,7 +398,10 @@ public final class Problem {
 
         /** Consumer c runs in {@code rack} (its client.rack): a member, or without members a previous consumer. */
         public Builder rack(int c, String rack) {
-            consumerRack[c] = checkedRack(rack, "consumer '" + consumerNames.get(c) + "'");
+            if (!validRack(rack)) {
+                throw badRack(rack, "consumer '" + consumerNames.get(c) + "'");
+            }
+            consumerRack[c] = rack;
             return this;
         }
 
@@ -412,7 +415,10 @@ public final class Problem {
             String[] listed = new String[racks.size()];
             int i = 0;
             for (String rack : racks) {
-                listed[i++] = checkedRack(rack, "partition " + topicName(j));
+                if (!validRack(rack)) {
+                    throw badRack(rack, "partition " + topicName(j));
+                }
+                listed[i++] = rack;
             }
             if (partitionRacks == null) {
                 partitionRacks = new String[Math.max(previousOwner.length, j + 1)][];
@@ -423,12 +429,14 @@ public final class Problem {
             return this;
         }
 
-        private static String checkedRack(String rack, String where) {
-            if (rack == null || rack.isEmpty() || rack.codePointCount(0, rack.length()) > Zones.MAX_RACK_LENGTH) {
-                throw new IllegalArgumentException(where + " has rack '" + rack + "'; a rack is a non-empty string of "
-                        + "at most " + Zones.MAX_RACK_LENGTH + " characters (as broker.rack and client.rack)");
-            }
-            return rack;
+        private static boolean validRack(String rack) {
+            return rack != null && !rack.isEmpty() && (rack.length() <= Zones.MAX_RACK_LENGTH
+                    || rack.codePointCount(0, rack.length()) <= Zones.MAX_RACK_LENGTH);
+        }
+
+        private static IllegalArgumentException badRack(String rack, String where) {
+            return new IllegalArgumentException(where + " has rack '" + rack + "'; a rack is a non-empty string of at "
+                    + "most " + Zones.MAX_RACK_LENGTH + " characters (as broker.rack and client.rack)");
         }
 
         /** The zones of the problem, or null where racks change nothing (as app.core.model.Problem.zones). */

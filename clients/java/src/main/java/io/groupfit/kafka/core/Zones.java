@@ -1,8 +1,8 @@
 package io.groupfit.kafka.core;
 
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.Map;
-import java.util.TreeMap;
 
 /**
  * Zones, as {@code app/core/zones.py}: where a consumer runs (its rack) and where each partition is read without
@@ -25,47 +25,70 @@ final class Zones {
     private final Map<String, Integer> index;
     /** Each partition's racks, sorted indices, each once; empty where it has none. */
     final int[][] ofPartition;
+    /** The same as bits (rack r: bit r) where every rack's index is below 64, so {@link #local} is one test; else
+     * null. */
+    private final long[] bits;
     /** The racks known before the algorithm runs (the members', or the previous consumers'), by consumer index. */
     private final int[] ofConsumer;
 
     /** {@code partitionRacks[j]}: partition j's racks (null: none); {@code consumerRacks[c]}: known consumer c's
      * (null: none). */
     Zones(String[][] partitionRacks, String[] consumerRacks) {
-        TreeMap<String, Integer> sorted = new TreeMap<>(Natural::compareCodePoints);
+        Map<String, Integer> found = new HashMap<>();
         for (String[] racks : partitionRacks) {
             if (racks != null) {
                 for (String rack : racks) {
-                    sorted.put(rack, 0);
+                    found.putIfAbsent(rack, 0);
                 }
             }
         }
         for (String rack : consumerRacks) {
             if (rack != null) {
-                sorted.put(rack, 0);
+                found.putIfAbsent(rack, 0);
             }
         }
-        names = sorted.keySet().toArray(new String[0]);
+        names = found.keySet().toArray(new String[0]);
+        Arrays.sort(names, Natural::compareCodePoints);
         for (int r = 0; r < names.length; r++) {
-            sorted.put(names[r], r);
+            found.put(names[r], r);
         }
-        index = sorted;
+        index = found;
         ofPartition = new int[partitionRacks.length][];
+        bits = names.length <= 64 ? new long[partitionRacks.length] : null;
         int[] none = new int[0];
+        int[][] single = new int[names.length][]; // one array per rack for the partitions of one rack (most)
         for (int j = 0; j < partitionRacks.length; j++) {
             String[] racks = partitionRacks[j];
             if (racks == null || racks.length == 0) {
                 ofPartition[j] = none;
                 continue;
             }
-            int[] indices = new int[racks.length];
-            for (int i = 0; i < racks.length; i++) {
-                indices[i] = sorted.get(racks[i]);
+            if (racks.length == 1) {
+                int r = found.get(racks[0]);
+                ofPartition[j] = single[r] == null ? single[r] = new int[] {r} : single[r];
+            } else {
+                int[] indices = new int[racks.length];
+                for (int i = 0; i < racks.length; i++) {
+                    indices[i] = found.get(racks[i]);
+                }
+                Arrays.sort(indices);
+                int kept = 1;
+                for (int i = 1; i < indices.length; i++) {
+                    if (indices[i] != indices[kept - 1]) {
+                        indices[kept++] = indices[i];
+                    }
+                }
+                ofPartition[j] = kept == indices.length ? indices : Arrays.copyOf(indices, kept);
             }
-            ofPartition[j] = Arrays.stream(indices).sorted().distinct().toArray();
+            if (bits != null) {
+                for (int r : ofPartition[j]) {
+                    bits[j] |= 1L << r;
+                }
+            }
         }
         ofConsumer = new int[consumerRacks.length];
         for (int c = 0; c < consumerRacks.length; c++) {
-            ofConsumer[c] = consumerRacks[c] == null ? NO_RACK : sorted.get(consumerRacks[c]);
+            ofConsumer[c] = consumerRacks[c] == null ? NO_RACK : found.get(consumerRacks[c]);
         }
     }
 
@@ -87,6 +110,9 @@ final class Zones {
     boolean local(int j, int rack) {
         if (rack < 0) {
             return false;
+        }
+        if (bits != null) {
+            return (bits[j] >>> rack & 1) != 0;
         }
         for (int r : ofPartition[j]) {
             if (r == rack) {
