@@ -177,9 +177,9 @@ def test_the_java_core_equals_the_reference_on_zone_aware_instances(java_build: 
     assert len(zone_aware) > ZONED_INSTANCES // 2
     assert any(a["cross_zone_rate"] > 0 for a in zone_aware) and any(a["cross_zone_rate"] == 0 for a in zone_aware)
     assert any(None in a["racks"].values() for a in zone_aware)
-    assert any(
-        a.get("outputs", {}).get("budget", {}).get("refused_moves", 0) > 0 for a in zone_aware
-    ), "a zone-aware instance where the budget refused a move"
+    assert any(a.get("outputs", {}).get("budget", {}).get("refused_moves", 0) > 0 for a in zone_aware), (
+        "a zone-aware instance where the budget refused a move"
+    )
 
 
 def compare(java_build: JavaBuild, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
