@@ -105,6 +105,11 @@ class Settings(BaseSettings):
     )
     metrics_max_groups: int = Field(1000, ge=0, description="groups with their own Prometheus series; oldest dropped")
     log_level: str = Field("INFO", description="log level of the JSON logs")
+    opentelemetry: bool = Field(
+        False,
+        description="FastAPI's native OpenTelemetry (spans, metrics, logs to the providers the operator configures);"
+        " off, a request skips its checks",
+    )
     core: Literal["auto", "native", "python"] = Field(
         "auto",
         description="which core computes: the compiled one (groupfit_native) when installed, always, or pure Python",

@@ -2,11 +2,13 @@
 GroupfitBrokerAssignor's full assign() with the rates known (the Java core) beside Kafka's UniformAssignor and
 RangeAssignor, and the classic GroupfitAssignor's local path (the Java core on its inputs) beside Kafka's
 CooperativeStickyAssignor; 1 000 partitions / 20 members, 50 000 / 1 000 and 500 000 / 10 000 (10 topics, skewed
-rates, the last member just joined). Prints time per assignment (mean, p50, p99), allocation per assignment
+rates, the last member just joined; `zone-aware`: the same group with members and partitions in three racks, the
+core in its zone mode). Prints time per assignment (mean, p50, p99), allocation per assignment
 (gc.alloc.rate.norm) and the ratio to Kafka's assignor of the same protocol. Builds clients/java with
 `mvn -Pbench` first (the benchmark is src/bench/java/io/groupfit/kafka/AssignorsBench.java).
 
     .venv/bin/python bench/java_assignors.py [--sizes 1000/20,50000/1000] [--quick] [--json out.json]
+        [--only brokerGroupfit,brokerGroupfitZones]
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ SIZES = ["1000/20", "50000/1000", "500000/10000"]
 BROKER = {
     "brokerGroupfit": "GroupfitBrokerAssignor",
     "brokerGroupfitCold": "GroupfitBrokerAssignor, cold",
+    "brokerGroupfitZones": "GroupfitBrokerAssignor, zone-aware",
     "brokerUniform": "UniformAssignor",
     "brokerRange": "RangeAssignor",
 }
@@ -49,8 +52,9 @@ def classpath() -> str:
     return os.pathsep.join([str(target / "test-classes"), str(target / "classes"), dependencies])
 
 
-def run(sizes: list[str], quick: bool, out: Path) -> list[dict]:
-    command = [java(), "-cp", classpath(), "org.openjdk.jmh.Main", "io.groupfit.kafka.AssignorsBench"]
+def run(sizes: list[str], quick: bool, out: Path, only: list[str] | None = None) -> list[dict]:
+    benchmarks = "io.groupfit.kafka.AssignorsBench" + (f"\\.({'|'.join(only)})$" if only else "")
+    command = [java(), "-cp", classpath(), "org.openjdk.jmh.Main", benchmarks]
     command += ["-p", "size=" + ",".join(sizes), "-prof", "gc", "-rf", "json", "-rff", str(out)]
     # (replaces the benchmark's own jvmArgsAppend: the heap is set here too)
     command += ["-jvmArgsAppend", "-Xms2g -Xmx6g -Dorg.slf4j.simpleLogger.defaultLogLevel=error"]
@@ -109,10 +113,11 @@ def main() -> None:
     parser.add_argument("--sizes", default=",".join(SIZES), help="partitions/members, comma-separated")
     parser.add_argument("--quick", action="store_true", help="fewer and shorter iterations (a smoke run)")
     parser.add_argument("--json", type=Path, help="keep JMH's JSON results here")
+    parser.add_argument("--only", help="these benchmarks alone, comma-separated (e.g. brokerGroupfit,brokerUniform)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         out = args.json or Path(scratch) / "jmh.json"
-        results = run(args.sizes.split(","), args.quick, out)
+        results = run(args.sizes.split(","), args.quick, out, args.only.split(",") if args.only else None)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs at the end of the run")
     print(table(results))
 

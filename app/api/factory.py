@@ -71,6 +71,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url=None,  # these three are served by app/api/pages.py: assets from the package, and each counted
         redoc_url=None,  # under its own route in the metrics
         openapi_url=None,
+        # groupfit's own observability is Prometheus and JSON logs; FastAPI's telemetry costs every request its
+        # checks even with no provider configured
+        telemetry=None if settings.opentelemetry else {"tracing": False, "metrics": False, "logs": False},
     )
     app.state.services = services
     for router in ROUTERS:

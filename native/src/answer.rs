@@ -332,7 +332,7 @@ pub fn stored(o: &Outcome, names: &Names) -> Vec<u8> {
 /// The racks stored with a zone-aware version: `{"consumer":"rack",…}` for the consumers whose rack is known,
 /// in id order.
 pub fn racks(o: &Outcome, report: &ZoneReport, zones: &Zones, names: &Names) -> Vec<u8> {
-    let index: std::collections::HashMap<u32, usize> = o
+    let index: crate::hash::Map<u32, usize> = o
         .assignment
         .iter()
         .enumerate()

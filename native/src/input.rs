@@ -2,9 +2,8 @@
 //! topics and consumers as integers (one `Interner` each). Filled from the request's JSON (request.rs) or
 //! from the Python objects of the reference's Problem (bindings.rs).
 
-use std::collections::{HashMap, HashSet};
-
 use crate::consumers::Consumers;
+use crate::hash::{Map, Set};
 use crate::intern::{Interner, NONE};
 use crate::natural;
 use crate::problem::{self, Problem};
@@ -61,7 +60,7 @@ pub struct Input {
 #[derive(Clone)]
 pub struct Index {
     dense: Vec<Vec<u32>>,
-    sparse: HashMap<(u32, i64), u32>,
+    sparse: Map<(u32, i64), u32>,
 }
 
 impl Index {
@@ -86,7 +85,7 @@ impl Index {
                 }
             })
             .collect();
-        let mut sparse = HashMap::new();
+        let mut sparse = Map::default();
         for (j, &(t, p)) in keys.iter().enumerate() {
             let table = &mut dense[t as usize];
             let slot = if table.is_empty() {
@@ -217,8 +216,9 @@ impl Input {
             gone: vec![],
             gone_keys: vec![],
         };
-        let mut gone_seen: HashSet<(u32, i64)> = HashSet::new();
+        let mut gone_seen: Set<(u32, i64)> = Set::default();
         let mut keys = keys.iter();
+        self.consumers.reserve(consumers.len());
         let mut listed = vec![false; self.consumers.len() + consumers.len()];
         for (name, count) in consumers {
             let c = self.consumer(name)?;
@@ -259,7 +259,7 @@ impl Input {
             return None;
         }
         let mut ids = Vec::with_capacity(members.len());
-        let mut seen = HashSet::with_capacity(members.len());
+        let mut seen = Set::with_capacity_and_hasher(members.len(), Default::default());
         for (name, capacity) in members {
             let c = self.consumer(name)?;
             if !seen.insert(c) {

@@ -1,7 +1,7 @@
 //! Names as small integers: the one interner for topics and consumer ids, whichever way they come (the
 //! request's JSON, the reference's Python objects, the ids the pool mints).
 
-use std::collections::HashMap;
+use crate::hash::Map;
 
 /// Not a name: an empty slot, a partition without a consumer.
 pub const NONE: u32 = u32::MAX;
@@ -12,7 +12,7 @@ pub const NONE: u32 = u32::MAX;
 #[derive(Clone)]
 pub struct Interner {
     names: Vec<String>,
-    ids: HashMap<String, u32>,
+    ids: Map<String, u32>,
     recent: [u32; 64],
 }
 
@@ -20,7 +20,7 @@ impl Default for Interner {
     fn default() -> Self {
         Interner {
             names: vec![],
-            ids: HashMap::new(),
+            ids: Map::default(),
             recent: [NONE; 64],
         }
     }
@@ -58,6 +58,12 @@ impl Interner {
         };
         self.recent[slot] = id;
         Some(id)
+    }
+
+    /// Room for `more` names without growing the map.
+    pub fn reserve(&mut self, more: usize) {
+        self.ids.reserve(more);
+        self.names.reserve(more);
     }
 
     /// `name`'s number, new or not.

@@ -5,8 +5,9 @@
 //! reference decoder reads it.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::hash::Hash;
+
+use crate::hash::Set;
 
 const MAX_DEPTH: usize = 64;
 
@@ -18,14 +19,14 @@ const FEW_KEYS: usize = 16;
 /// O(n), not O(n²).
 pub struct Keys<K> {
     few: Vec<K>,
-    many: HashSet<K>,
+    many: Set<K>,
 }
 
 impl<K> Default for Keys<K> {
     fn default() -> Self {
         Keys {
             few: Vec::new(),
-            many: HashSet::new(),
+            many: Set::default(),
         }
     }
 }
@@ -104,16 +105,26 @@ impl<'a> Reader<'a> {
     pub fn string(&mut self) -> Option<Cow<'a, str>> {
         self.eat(b'"')?;
         let start = self.at;
+        let mut ascii = true;
         loop {
             match *self.bytes.get(self.at)? {
                 b'"' => {
-                    let text = std::str::from_utf8(&self.bytes[start..self.at]).ok()?;
+                    let raw = &self.bytes[start..self.at];
+                    // ASCII is UTF-8: only a string with other bytes is checked
+                    let text = if ascii {
+                        unsafe { std::str::from_utf8_unchecked(raw) }
+                    } else {
+                        std::str::from_utf8(raw).ok()?
+                    };
                     self.at += 1;
                     return Some(Cow::Borrowed(text));
                 }
                 b'\\' => break,
                 0..=0x1f => return None,
-                _ => self.at += 1,
+                b => {
+                    ascii &= b.is_ascii();
+                    self.at += 1;
+                }
             }
         }
         let mut text: Vec<u8> = self.bytes[start..self.at].to_vec();
@@ -225,6 +236,9 @@ impl<'a> Reader<'a> {
     /// the longer and the negative ones are left to the reference) or a float literal, finite.
     pub fn float(&mut self) -> Option<f64> {
         let text = self.number()?;
+        if let Some(value) = exact_decimal(text.as_bytes()) {
+            return Some(value);
+        }
         let integer = text.bytes().all(|b| b.is_ascii_digit());
         if integer {
             return (text.len() <= 18).then(|| text.parse::<u64>().ok().map(|v| v as f64))?;
@@ -282,6 +296,32 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// Powers of ten a double holds exactly.
+const EXACT_TENS: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// A decimal `digits.digits` (no sign, no exponent) whose digits make an integer m ≤ 2^53 with at most 22 after
+/// the point: m / 10^k, one correctly rounded division of two exact doubles (Clinger's fast path), so the
+/// same double as a full parse — in one pass over the text, where rates like 34.56 are the common case.
+/// None for any other number (the full parse reads it).
+fn exact_decimal(text: &[u8]) -> Option<f64> {
+    let (mut mantissa, mut fraction, mut point) = (0u64, 0usize, false);
+    for &b in text {
+        match b {
+            b'0'..=b'9' => {
+                mantissa = mantissa.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
+                fraction += usize::from(point);
+            }
+            b'.' => point = true,
+            _ => return None,
+        }
+    }
+    (point && mantissa <= 1 << 53 && fraction < EXACT_TENS.len())
+        .then(|| mantissa as f64 / EXACT_TENS[fraction])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,6 +353,42 @@ mod tests {
             Some(2147483647)
         );
         assert_eq!(Reader::new(b"2147483648").unsigned(2147483647), None);
+    }
+
+    #[test]
+    fn the_fast_decimals_are_the_full_parse() {
+        let mut x = 0x2545_f491_4f6c_dd1du64; // xorshift: decimals of every length the fast path takes
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let digits = (x % 10u64.pow((x >> 60) as u32 % 17 + 1)).to_string();
+            let point = (x >> 40) as usize % digits.len(); // a digit after the point, as JSON asks
+            let text = format!(
+                "{}.{}",
+                &digits[..point].trim_start_matches('0'),
+                &digits[point..]
+            );
+            let text = if text.starts_with('.') {
+                format!("0{text}")
+            } else {
+                text
+            };
+            let full: f64 = text.parse().unwrap();
+            assert_eq!(Reader::new(text.as_bytes()).float(), Some(full), "{text}");
+        }
+        for text in [
+            "9007199254740993.5",
+            "1.00000000000000000000001",
+            "12345678901234567890.5",
+        ] {
+            assert_eq!(exact_decimal(text.as_bytes()), None, "{text}");
+            assert_eq!(
+                Reader::new(text.as_bytes()).float(),
+                text.parse().ok(),
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! scaleNeeded (Procedure 1) and doScale (Procedure 2) with the planned lag lag + λ·t_r (Eq. 6-7).
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
+
+use crate::hash::Map;
 
 use crate::bins::{ordered, within, F};
 use crate::consumers::Pool;
@@ -220,7 +222,7 @@ fn name_by_overlap(
     // (with an index once it holds many previous consumers)
     let mut by_overlap: Vec<((usize, u32), f64)> = vec![];
     let mut local: Vec<(u32, f64)> = vec![];
-    let mut index: HashMap<u32, usize> = HashMap::new();
+    let mut index: Map<u32, usize> = Map::default();
     for (b, held) in packing.iter().enumerate() {
         local.clear();
         index.clear();
@@ -269,7 +271,7 @@ fn name_by_overlap(
         }
     }
     // the unused ids in order, one queue per capacity (ids only leave `allowed`, so each queue only advances)
-    let mut next: HashMap<u64, usize> = HashMap::new();
+    let mut next: Map<u64, usize> = Map::default();
     for (b, held) in packing.iter().enumerate() {
         if !held.is_empty() && names[b] == NONE {
             let class = sizes.map_or(0, |s| s[b].to_bits());
@@ -343,7 +345,7 @@ pub fn place(p: &mut Problem, params: &Params) -> Placement {
     // G_current: the members, or the consumers that held a partition.
     let current: Vec<(u32, Vec<u32>)> = match &p.members {
         Some(members) => {
-            let mut held_of: HashMap<u32, &Vec<u32>> = HashMap::new();
+            let mut held_of: Map<u32, &Vec<u32>> = Map::default();
             for (i, &c) in p.previous_ids.iter().enumerate() {
                 held_of.insert(c, &p.previous_held[i]);
             }

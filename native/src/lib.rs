@@ -10,6 +10,7 @@ mod bindings;
 mod bins;
 mod consumers;
 mod fit;
+mod hash;
 mod input;
 mod intern;
 mod json;

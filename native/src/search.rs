@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::bins::{ordered, within, Bins, F, ROUNDING};
 use crate::consumers::{Consumers, Pool};
 use crate::fit::Spending;
+use crate::hash::Map;
 use crate::intern::NONE;
 use crate::problem::{Outputs, Placement};
 use crate::zones::{Zones, NO_RACK};
@@ -26,6 +27,8 @@ const CONSUMER_FIRST: f64 = 1e12;
 const ZONE_FIRST: f64 = 1e6;
 /// `merge` stops after this many neighbourhoods in a row it could not improve.
 const FAILED_MERGES: usize = 64;
+/// `localize` stops trying, for the rest of a pass, the partitions of the racks whose last this many failed.
+const FAILED_LOCALIZES: usize = 64;
 /// `consolidate` stops a pass after this many consumers in a row it could not close (plus 4 per rack).
 const FAILED_CLOSES: usize = 16;
 /// Consumers re-placed together by `resolve`, and the branch-and-bound nodes one may take.
@@ -466,12 +469,23 @@ impl<'p, 's> SearchState<'p, 's> {
                 .collect();
             by_rank(&mut crossing, self.rank);
             let before = kept;
+            // per racks: partitions in a row left across zones
+            let mut failed: Map<&[u32], usize> = Map::default();
             for j in crossing {
                 if self.work >= limit {
                     break;
                 }
-                if !self.local(j, self.owner[j as usize]) && self.localize_one(j, limit) {
+                let racks = zones.of_partition(j);
+                if self.local(j, self.owner[j as usize])
+                    || failed.get(racks).is_some_and(|&n| n >= FAILED_LOCALIZES)
+                {
+                    continue;
+                }
+                if self.localize_one(j, limit) {
                     kept += 1;
+                    failed.insert(racks, 0);
+                } else {
+                    *failed.entry(racks).or_insert(0) += 1;
                 }
             }
             if kept == before {

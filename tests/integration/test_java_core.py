@@ -1,6 +1,8 @@
 """The Java core (clients/java, package io.groupfit.kafka.core) against the Python reference on random instances:
 the same assignment (each consumer's partitions, in the order placed), the same Rscore, moves, bins used and
-outputs (the migration budget's, least-loaded's), for every algorithm the Java core runs.
+outputs (the migration budget's, least-loaded's), for every algorithm the Java core runs; on zone-aware instances
+(partitions with 0-3 racks, members with and without racks, previous consumers' racks, zones lacking capacity) also
+the same racks and cross-zone rates (in all and per consumer).
 
 The instances come from a fixed seed: integer rates (ties everywhere), partitions above the capacity, members of
 mixed capacities or none (the algorithm sizes the group), ids in natural order with leading zeros and a member
@@ -28,6 +30,7 @@ pytestmark = pytest.mark.integration
 
 SEED = 20260428
 INSTANCES = 3000
+ZONED_INSTANCES = 3000
 ALGORITHMS = ["mwf"] * 6 + ["mbf", "mwfp", "mbfp", "bfd", "bf", "wf", "wfd", "nf", "nfd", "least-loaded"]
 IDS = ["c0", "c1", "c2", "c3", "c10", "c07", "m1", "m2", "member-2", "member-10", "surplus-0", "surplus-1", "x", "éa"]
 
@@ -91,9 +94,37 @@ def instance(rng: random.Random) -> dict[str, Any]:
     }
 
 
+RACKS = ["eu-1a", "eu-1b", "eu-1c", "Z", "é"]
+
+
+def zoned(rng: random.Random, case: dict[str, Any]) -> dict[str, Any]:
+    """The instance made zone-aware: each partition with 0-3 racks of a few (most with one, its leader's), members
+    with racks or without, and without members the previous consumers' racks; the racks skewed, so one zone may lack
+    capacity for its partitions."""
+    racks = rng.sample(RACKS, rng.randint(1, 4))
+    weights = [rng.choice([1, 1, 3, 6]) for _ in racks]
+    for entry in case["partitions"]:
+        count = rng.choice([0, 1, 1, 1, 1, 2, 3])
+        if count:
+            entry["racks"] = sorted(set(rng.choices(racks, weights, k=count)))
+    if case["members"] is not None:
+        case["members"] = [
+            {"id": m if isinstance(m, str) else m["id"], "capacity": None if isinstance(m, str) else m["capacity"]}
+            | ({"rack": rng.choice(racks)} if rng.random() < 0.85 else {})
+            for m in case["members"]
+        ]
+    else:
+        case["previous_racks"] = {c: rng.choice(racks) for c in case["previous"] if rng.random() < 0.8}
+    return case
+
+
 def reference(case: dict[str, Any]) -> dict[str, Any]:
     """The Python reference's answer (app.core.assign.solve), in the driver's form."""
     members = case["members"]
+    racks = [p.get("racks") for p in case["partitions"]]
+    consumer_racks = case.get("previous_racks") or {
+        m["id"]: m["rack"] for m in members or [] if not isinstance(m, str) and m.get("rack")
+    }
     try:
         problem = build_problem(
             [(p["topic"], p["partition"]) for p in case["partitions"]],
@@ -102,24 +133,57 @@ def reference(case: dict[str, Any]) -> dict[str, Any]:
             case["capacity"],
             {c: [(r["topic"], r["partition"]) for r in held] for c, held in case["previous"].items()},
             None if members is None else [m if isinstance(m, str) else m["id"] for m in members],
-            None if members is None else {m["id"]: m["capacity"] for m in members if not isinstance(m, str)},
+            None
+            if members is None
+            else {m["id"]: m["capacity"] for m in members if not isinstance(m, str) and m["capacity"] is not None},
+            racks=racks,
+            consumer_racks=consumer_racks,
         )
         algorithm = get_algorithm(case["algorithm"])
         outcome = solve(problem, algorithm, algorithm.parse_params(case["params"]))
     except AssignmentError as error:
         return {"error": error.code}
-    return {
+    answer = {
         "assignment": {c: [list(problem.keys[j]) for j in held] for c, held in outcome.assignment.items()},
         "rscore": outcome.rscore,
         "moves": len(outcome.moved),
         "bins_used": outcome.bins_used,
         "outputs": outcome.outputs,
     }
+    if outcome.zones is not None:
+        answer |= {
+            "racks": outcome.zones.racks,
+            "cross_zone": outcome.zones.cross_zone,
+            "cross_zone_rate": outcome.zones.cross_zone_rate,
+        }
+    return answer
 
 
 def test_the_java_core_equals_the_reference_on_random_instances(java_build: JavaBuild):
     rng = random.Random(SEED)
     cases = [instance(rng) for _ in range(INSTANCES)]
+    compare(java_build, cases)
+    references = [reference(case) for case in cases if case["algorithm"] == "mwf" and case["params"]]
+    assert any(r.get("outputs", {}).get("budget", {}).get("refused_moves", 0) > 0 for r in references)
+    assert any(r.get("bins_used", 0) > len(r.get("assignment", {})) for r in references)
+
+
+def test_the_java_core_equals_the_reference_on_zone_aware_instances(java_build: JavaBuild):
+    rng = random.Random(SEED + 1)
+    cases = [zoned(rng, instance(rng)) for _ in range(ZONED_INSTANCES)]
+    answers = compare(java_build, cases)
+    zone_aware = [a for a in answers if "cross_zone_rate" in a]
+    # most are zone-aware; some read across zones, some not at all; some members have no rack
+    assert len(zone_aware) > ZONED_INSTANCES // 2
+    assert any(a["cross_zone_rate"] > 0 for a in zone_aware) and any(a["cross_zone_rate"] == 0 for a in zone_aware)
+    assert any(None in a["racks"].values() for a in zone_aware)
+    assert any(a.get("outputs", {}).get("budget", {}).get("refused_moves", 0) > 0 for a in zone_aware), (
+        "a zone-aware instance where the budget refused a move"
+    )
+
+
+def compare(java_build: JavaBuild, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The driver's answers to the cases, each asserted equal to the reference's; every algorithm met."""
     done = subprocess.run(
         [java(), "-cp", java_build.classpath, "io.groupfit.kafka.core.CoreDriver"],
         input="".join(json.dumps(case) + "\n" for case in cases),
@@ -148,8 +212,5 @@ def test_the_java_core_equals_the_reference_on_random_instances(java_build: Java
         )
         + f"\n({len(mismatches)} of {len(cases)} differ)"
     )
-    # every algorithm met, and what the budget and the fold exercise happened
-    assert set(counts) == set(ALGORITHMS), counts
-    references = [reference(case) for case in cases if case["algorithm"] == "mwf" and case["params"]]
-    assert any(r.get("outputs", {}).get("budget", {}).get("refused_moves", 0) > 0 for r in references)
-    assert any(r.get("bins_used", 0) > len(r.get("assignment", {})) for r in references)
+    assert set(counts) == set(ALGORITHMS), counts  # every algorithm met
+    return answers

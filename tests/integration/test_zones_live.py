@@ -3,7 +3,9 @@ rack (client.rack), and skewed rates. Each of the three kinds of group — class
 (GroupfitBrokerAssignor in the brokers) and Python (aiokafka with the groupfit assignor) — sends the members' racks
 and the partitions' leaders' racks it finds in its own metadata, and ends up holding the service's zone-aware
 answer: exactly the one a stateless request of the same group gets (BFD answers independently of the previous
-assignment), each consumer within its capacity and reading in its own rack wherever that consumer has room.
+assignment), each consumer within its capacity and reading in its own rack wherever that consumer has room. The
+KIP-848 group's answer is computed in the brokers by the Java core's zone mode, with no call to the service on the
+coordinator's thread.
 
 The topic's twelve partitions are led (replication 1, so the leader is the only replica) by broker p % 3 + 1: rack
 a's four come to 110 of rate, more than its consumer's 100, so at least 15 (its smallest that leaves it within)
@@ -193,7 +195,10 @@ def test_a_kip848_group_reads_in_its_zones(java_build: JavaBuild, rack_cluster, 
             lambda: holding(live_service.url, group, owned(), expected), 90, "not the zone-aware answer", members
         )
         assert_holds(live_service.url, group, owned(), expected)
-        assert via(rack_cluster, group)[-1] == "service"  # the broker asked for the zone-aware answer
+        # the brokers computed the zone-aware answer in their Java core, never asking the service on the coordinator's
+        # thread: every assign() with the group's rates known went through the core
+        assert via(rack_cluster, group)[-1] == "core"
+        assert "service" not in via(rack_cluster, group)
     finally:
         for member in members:
             member.close()

@@ -29,6 +29,9 @@ ZONE_FIRST = 1e6
 """The weight of the cross-zone rate where it comes before the moved rate."""
 FAILED_MERGES = 64
 """`merge` stops after this many neighbourhoods in a row it could not improve."""
+FAILED_LOCALIZES = 64
+"""`localize` stops trying, for the rest of a pass, the partitions of the racks whose last this many (largest first)
+it could not bring into their zone: where a zone has no room left, the smaller ones fail alike."""
 FAILED_CLOSES = 16
 """`consolidate` stops a pass after this many consumers in a row it could not close (plus 4 per rack)."""
 
@@ -373,7 +376,8 @@ class SearchState:
         (its previous one first) or swaps with a partition of one of the SWAP_TRIES such consumers with the most
         room, whichever lowers Z·cross-zone rate + moved rate the most, within the budget; where neither does,
         its consumer and the k − 1 of those with the most room are re-placed exactly (`improve`). Passes until
-        one keeps nothing or `limit` units of work are spent. Returns the steps kept."""
+        one keeps nothing or `limit` units of work are spent; within a pass, the partitions of racks whose last
+        FAILED_LOCALIZES failed are not tried. Returns the steps kept."""
         zones = self.zones
         if zones is None:
             return 0
@@ -382,11 +386,18 @@ class SearchState:
             self.work += len(self.owner) // 16 + 1
             crossing = [j for j, b in enumerate(self.owner) if of_partition[j] and not self.local(j, b)]
             before = kept
+            failed: dict[tuple[int, ...], int] = {}  # per racks: partitions in a row left across zones
             for j in self.problem.decreasing(crossing):
                 if self.work >= limit:
                     break
-                if not self.local(j, self.owner[j]) and self._localize(j, limit):
+                racks = of_partition[j]
+                if self.local(j, self.owner[j]) or failed.get(racks, 0) >= FAILED_LOCALIZES:
+                    continue
+                if self._localize(j, limit):
                     kept += 1
+                    failed[racks] = 0
+                else:
+                    failed[racks] = failed.get(racks, 0) + 1
             if kept == before:
                 break
         return kept
@@ -602,7 +613,7 @@ def finish_zoned(problem: Problem, bins: Bins, spending: Spending) -> SearchStat
     """The last step of a zone-aware Best or Worst Fit algorithm: its bins as a search state, then consumers
     closed (`consolidate`), new consumers moved to their best rack (`rerack`) and partitions brought into their
     zone (`localize`), with consumers before cross-zone rate before moved rate, within the budget. Work: at most
-    40 units per partition (and 10 000), so it stays n log n."""
+    20 units per partition plus 50 000, so it stays n log n."""
     state = SearchState(problem, spending, CONSUMER_FIRST, ZONE_FIRST)
     state.pool = state.zone_pool = bins.zone_pool  # the ids and racks opened so far
     for b, consumer in enumerate(bins.ids):

@@ -63,8 +63,9 @@ import org.openjdk.jmh.infra.BenchmarkParams;
  * between calls ({@link GroupMemo}): `brokerGroupfit` is the steady state (it computed the previous epoch of this
  * group, so it has read the settled members' maps and sorted the partitions by rate), `brokerGroupfitCold` forgets
  * everything before each call (the first call after the broker started, or after the rates changed before the
- * background re-sorted them). Only what the running benchmark needs is set up. bench/java_assignors.py runs it with
- * `-prof gc` and prints the table.
+ * background re-sorted them). `brokerGroupfitZones` is `brokerGroupfit` on the group made zone-aware: member m in
+ * rack m % 3 (its client.rack), partition p of each topic led in rack p % 3, so the core runs its zone mode. Only
+ * what the running benchmark needs is set up. bench/java_assignors.py runs it with `-prof gc` and prints the table.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.SampleTime)
@@ -91,6 +92,8 @@ public class AssignorsBench {
     private List<TopicPartition> partitions;
     private Map<TopicPartition, Api.PartitionRate> rates;
     private SubscribedTopicDescriber describer;
+    /** Zone-aware: members and partitions in three racks. */
+    private boolean zoned;
     /** The members before the change and after it. */
     private List<String> before;
     private List<String> after;
@@ -152,14 +155,20 @@ public class AssignorsBench {
             after = new ArrayList<>(before);
             after.remove(members / 2); // one from the middle leaves
         }
+        zoned = benchmark.equals("brokerGroupfitZones");
+        if (zoned) {
+            describer = FakeGroupSpec.topics(perTopic, p -> Set.of("rack-" + p % 3));
+        }
         switch (benchmark) {
-            case "brokerGroupfit", "brokerGroupfitCold" -> {
+            case "brokerGroupfit", "brokerGroupfitCold", "brokerGroupfitZones" -> {
                 groupfit = groupfit();
                 broker = groupfit;
                 spec = brokerCase(groupfit);
                 groupfit.assign(spec, describer);
-                if (!"core".equals(groupfit.lastReport().source())) {
-                    throw new IllegalStateException("the broker assignor did not assign by rate: " + groupfit.lastReport());
+                if (!"core".equals(groupfit.lastReport().source())
+                        || zoned != (groupfit.lastReport().crossZoneRate() != null)) {
+                    throw new IllegalStateException("the broker assignor did not assign by rate"
+                            + (zoned ? " in its zone mode: " : ": ") + groupfit.lastReport());
                 }
             }
             case "brokerUniform" -> {
@@ -242,8 +251,10 @@ public class AssignorsBench {
                 assignment = held.isEmpty() ? Assignment.EMPTY : new Assignment(copy);
                 made.put(member, assignment);
             }
-            specs.put(member, new MemberSubscriptionAndAssignmentImpl(Optional.empty(), Optional.empty(), subscribed,
-                    assignment));
+            Optional<String> rack = zoned
+                    ? Optional.of("rack-" + Integer.parseInt(member.substring(member.indexOf('-') + 1)) % 3)
+                    : Optional.empty();
+            specs.put(member, new MemberSubscriptionAndAssignmentImpl(rack, Optional.empty(), subscribed, assignment));
             held.forEach((topic, ps) -> ps.forEach(p -> inverted.computeIfAbsent(topic, t -> new HashMap<>()).put(p,
                     member)));
         }
@@ -255,8 +266,8 @@ public class AssignorsBench {
         Map<TopicPartition, String> current = new HashMap<>();
         if (!before.isEmpty()) {
             for (int round = 0; round < SETTLE_ROUNDS; round++) {
-                Map<TopicPartition, String> next = LocalCore.solve(mwf, capacity, before, Map.of(), partitions, rates,
-                        current);
+                Map<TopicPartition, String> next = LocalCore.solve(mwf, capacity, before, Map.of(), Map.of(), partitions,
+                        rates, Map.of(), current);
                 if (next.equals(current)) {
                     break;
                 }
@@ -312,6 +323,11 @@ public class AssignorsBench {
     }
 
     @Benchmark
+    public GroupAssignment brokerGroupfitZones() {
+        return groupfit.assign(spec, describer);
+    }
+
+    @Benchmark
     public GroupAssignment brokerGroupfitCold() {
         groupfit.memos.clear();
         return groupfit.assign(spec, describer);
@@ -334,6 +350,6 @@ public class AssignorsBench {
 
     @Benchmark
     public Map<TopicPartition, String> classicGroupfitCore() {
-        return LocalCore.solve(mwf, capacity, after, Map.of(), partitions, rates, previous);
+        return LocalCore.solve(mwf, capacity, after, Map.of(), Map.of(), partitions, rates, Map.of(), previous);
     }
 }

@@ -246,7 +246,8 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
                 report = null;
             }
             if (target == null) {
-                Local local = fallback(members, identities, partitions, current, subscriptions, homogeneous);
+                Local local = fallback(members, identities, partitions, current, subscriptions, homogeneous,
+                        partitionRacks);
                 log.warn("groupfit gave group {} no usable assignment ({}); assigned locally {}", group, reason, local.how());
                 target = local.owner();
                 report = new Report("fallback", reason, null, 0, List.of(), null, members.size(), partitions.size(), null, 0);
@@ -388,11 +389,13 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
     /**
      * Without the service: its algorithm in the local Java core on the last rates read (the configured algorithm if
      * the core runs it, else MWF), with the members' capacities and the last capacity the service used when the
-     * leader has no {@code groupfit.default.capacity}; without rates or a capacity, or when members subscribe to
-     * different topics: balanced counts.
+     * leader has no {@code groupfit.default.capacity}, zone-aware where members and partitions have racks
+     * ({@code partitionRacks}); without rates or a capacity, or when members subscribe to different topics: balanced
+     * counts.
      */
     Local fallback(List<Member> members, List<String> identities, List<TopicPartition> partitions,
-            Map<TopicPartition, String> current, Map<String, Subscription> subscriptions, boolean homogeneous) {
+            Map<TopicPartition, String> current, Map<String, Subscription> subscriptions, boolean homogeneous,
+            Map<TopicPartition, List<String>> partitionRacks) {
         Map<TopicPartition, Api.PartitionRate> rates = service.lastRates(group);
         Double used = defaultCapacity != null ? defaultCapacity : service.lastCapacity(group);
         String missing = !homogeneous ? "members subscribe to different topics"
@@ -402,9 +405,12 @@ public class GroupfitAssignor implements ConsumerPartitionAssignor, Configurable
             String name = io.groupfit.kafka.core.Algorithm.runs(service.algorithm()) ? service.algorithm() : "mwf";
             Map<String, Double> sizes = new HashMap<>();
             members.stream().filter(m -> m.capacity() != null).forEach(m -> sizes.put(m.identity(), m.capacity()));
+            Map<String, String> racks = new HashMap<>();
+            members.stream().filter(m -> m.rack() != null).forEach(m -> racks.put(m.identity(), m.rack()));
             try {
                 return new Local(LocalCore.solve(io.groupfit.kafka.core.Algorithm.of(name, Map.of()), used, identities,
-                        sizes, partitions, rates, current), "by " + name + " in the Java core on the last rates read");
+                        sizes, racks, partitions, rates, partitionRacks, current),
+                        "by " + name + " in the Java core on the last rates read");
             } catch (IllegalArgumentException e) {
                 missing = e.getMessage();
             }

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.type.TypeReference;
 import io.groupfit.kafka.core.Algorithm;
 import io.groupfit.kafka.core.Holding;
 import io.groupfit.kafka.core.Outcome;
+import io.groupfit.kafka.core.Partitions;
 import io.groupfit.kafka.core.Problem;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -70,11 +71,9 @@ import org.slf4j.LoggerFactory;
  * member's capacity is what {@code groupfit.member.capacities} says for its identity, else the capacity.
  *
  * <p>Zones: when a member has a rack (its client.rack) and a partition has racks (the describer's: every replica's
- * broker's rack), the Java core, which has no zone mode, does not compute: {@code assign()} asks the service for the
- * zone-aware assignment (a dry run, with the group's stored algorithm) and waits for it up to
- * {@code groupfit.zones.timeout.ms}, holding the calling thread that long at most; the answer is then reported as the
- * core's would be, so the stored version is always what the group holds. When it does not answer in time, the core
- * computes as without racks, and the report carries the racks (the service records the cross-zone rate).
+ * broker's rack), the Java core computes the zone-aware assignment itself (its zone mode, byte-identical to the
+ * service's), with the same algorithm as for any group, and the report carries the racks (the service records the
+ * cross-zone rate). No call on the calling thread waits on the network, zone-aware or not.
  */
 public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, Configurable, AutoCloseable {
     public static final String URL = "groupfit.url";
@@ -85,8 +84,6 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
     public static final String PARAMS = "groupfit.params";
     public static final String REFRESH_MS = "groupfit.refresh.ms";
     public static final String BOOTSTRAP_SERVERS = "groupfit.bootstrap.servers";
-    /** How long assign() waits for the service's zone-aware answer (members and partitions with racks). */
-    public static final String ZONES_TIMEOUT_MS = "groupfit.zones.timeout.ms";
 
     private static final Logger log = LoggerFactory.getLogger(GroupfitBrokerAssignor.class);
     /** How long one background read or report may take. */
@@ -103,16 +100,14 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
 
     /**
      * What the background knows of a group: its stored rates by topic (null: none stored yet), the algorithm the
-     * core runs for it (the group's stored one when the core runs it, else the configured one), the group's stored
-     * capacity (null: none) and the algorithm the service is asked for when the group is zone-aware (the group's
-     * stored one, which the service runs whatever it is, else the configured one).
+     * core runs for it (the group's stored one when the core runs it, else the configured one) and the group's
+     * stored capacity (null: none).
      */
-    record Knowledge(Map<String, TopicRates> rates, Algorithm algorithm, Double storedCapacity, String zoneAlgorithm) {
-        /** The same rates, algorithms and capacity (a read that found nothing new). */
+    record Knowledge(Map<String, TopicRates> rates, Algorithm algorithm, Double storedCapacity) {
+        /** The same rates, algorithm and capacity (a read that found nothing new). */
         boolean sameAs(Knowledge other) {
             if (!algorithm.name().equals(other.algorithm.name()) || !algorithm.params().equals(other.algorithm.params())
-                    || !java.util.Objects.equals(storedCapacity, other.storedCapacity)
-                    || !zoneAlgorithm.equals(other.zoneAlgorithm)) {
+                    || !java.util.Objects.equals(storedCapacity, other.storedCapacity)) {
                 return false;
             }
             if (rates == null || other.rates == null) {
@@ -120,11 +115,6 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             }
             return rates.keySet().equals(other.rates.keySet())
                     && rates.entrySet().stream().allMatch(e -> e.getValue().sameAs(other.rates.get(e.getKey())));
-        }
-
-        /** The zone-aware request's parameters: the configured ones for the configured algorithm, else none. */
-        Map<String, Object> zoneParams() {
-            return zoneAlgorithm.equals(algorithm.name()) ? algorithm.params() : Map.of();
         }
     }
 
@@ -137,7 +127,6 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
     private Map<String, Double> memberCapacities;
     private Algorithm configured;
     private Duration refresh;
-    private Duration zonesTimeout;
     private Properties adminConfig;
     private final Map<String, String> groupOfMember = new ConcurrentHashMap<>();
     private final Map<Uuid, String> topicNames = new ConcurrentHashMap<>();
@@ -185,7 +174,6 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         configured = algorithm(GroupfitAssignor.setting(configs, ALGORITHM, "mwf"),
                 GroupfitAssignor.setting(configs, PARAMS, ""));
         refresh = Duration.ofMillis(Long.parseLong(GroupfitAssignor.setting(configs, REFRESH_MS, "10000")));
-        zonesTimeout = Duration.ofMillis(Long.parseLong(GroupfitAssignor.setting(configs, ZONES_TIMEOUT_MS, "1000")));
         client = client(url, GroupfitAssignor.setting(configs, TOKEN, ""));
         adminConfig = new Properties();
         adminConfig.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap(configs));
@@ -326,7 +314,6 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         String reason;
         GroupAssignment assignment = null;
         Outcome outcome = null;
-        Api.AssignResponse answered = null; // the service's zone-aware answer
         if (memberIds.length == 0 || subscribed.isEmpty()) {
             reason = "nothing to assign";
         } else if (group == null) {
@@ -340,47 +327,24 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         } else if (used == null) {
             reason = "no capacity: set " + CAPACITY + " or store one for the group";
         } else {
-            String zoneReason = "";
-            Zoned zoned = zoned(groupSpec, describer, memberIds, identityOf, subscribed, known, used, group);
-            if (zoned != null) {
-                try {
-                    Api.AssignResponse answer = askZoned(zoned);
-                    assignment = fromAnswer(answer, zoned, memberOf);
-                    answered = answer;
-                    report(group, () -> zoned.request().reporting(answer.algorithm(), known.zoneParams(),
-                            answer.assignment()));
-                } catch (Exception e) {
-                    if (e instanceof InterruptedException) {
-                        Thread.currentThread().interrupt();
-                    }
-                    zoneReason = "the service's zone-aware answer: " + GroupfitService.reason(e)
-                            + "; computed without racks";
-                    log.warn("groupfit assignor: group {}: no zone-aware answer from groupfit ({}); the core computes "
-                            + "without racks", group, GroupfitService.reason(e));
+            reason = "";
+            try {
+                Computed computed = compute(memos.computeIfAbsent(group, g -> new GroupMemo()), groupSpec, describer,
+                        identityOf, memberOf, subscribed, known, used);
+                if (computed == null) {
+                    reason = "no rates are stored for the group's partitions";
+                } else {
+                    outcome = computed.outcome();
+                    assignment = computed.assignment();
+                    Outcome computedOutcome = outcome;
+                    Algorithm ran = known.algorithm();
+                    String reported = group;
+                    double capacityUsed = used;
+                    // a zone-aware outcome's report carries the racks: the service records the cross-zone rate
+                    report(group, () -> reportRequest(reported, ran, capacityUsed, computedOutcome, known.rates()));
                 }
-            }
-            reason = zoneReason;
-            if (assignment == null) {
-                try {
-                    Computed computed = compute(memos.computeIfAbsent(group, g -> new GroupMemo()), groupSpec,
-                            describer, identityOf, memberOf, subscribed, known, used);
-                    if (computed == null) {
-                        reason = "no rates are stored for the group's partitions";
-                    } else {
-                        outcome = computed.outcome();
-                        assignment = computed.assignment();
-                        Outcome computedOutcome = outcome;
-                        Algorithm ran = known.algorithm();
-                        String reported = group;
-                        double capacityUsed = used;
-                        // with racks the report carries them: the service records the cross-zone rate
-                        report(group, () -> zoned != null
-                                ? zoned.request().reporting(ran.name(), ran.params(), given(computedOutcome))
-                                : reportRequest(reported, ran, capacityUsed, computedOutcome, known.rates()));
-                    }
-                } catch (IllegalArgumentException e) {
-                    reason = e.getMessage();
-                }
+            } catch (IllegalArgumentException e) {
+                reason = e.getMessage();
             }
         }
         int partitions;
@@ -389,31 +353,25 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             assignment = fallback.assignment();
             partitions = fallback.partitions();
         } else {
-            partitions = answered != null ? answered.assignment().values().stream().mapToInt(List::size).sum()
-                    : outcome.problem().size();
+            partitions = outcome.problem().size();
         }
         long micros = (System.nanoTime() - started) / 1000;
-        String source = answered != null ? "service" : outcome != null ? "core" : "fallback";
-        String algorithm = answered != null ? answered.algorithm() : outcome != null ? outcome.algorithm()
-                : "uniform-sticky";
-        int moves = answered != null ? answered.moves().size() : outcome == null ? 0 : outcome.moves();
-        double rscore = answered != null ? answered.rscore() : outcome == null ? 0 : outcome.rscore();
-        Double crossZoneRate = answered == null ? null : answered.crossZoneRate();
+        String source = outcome != null ? "core" : "fallback";
+        String algorithm = outcome != null ? outcome.algorithm() : "uniform-sticky";
+        int moves = outcome == null ? 0 : outcome.moves();
+        double rscore = outcome == null ? 0 : outcome.rscore();
+        Double crossZoneRate = outcome == null || outcome.zones() == null ? null : outcome.zones().crossZoneRate();
         lastReport = new Report(group, source, algorithm, reason, memberIds.length, partitions, moves, rscore,
                 crossZoneRate, micros);
         prepare(group, memberIds, subscribed);
         if (!log.isInfoEnabled()) {
             return assignment;
         }
-        if (answered != null) {
-            log.info("groupfit assignor: group {}, {} partitions to {} members via service ({} zone-aware; rscore {}, "
-                    + "{} moves, overloaded {}, cross-zone rate {}); held the coordinator {} ms", group, partitions,
-                    memberIds.length, algorithm, rscore, moves, answered.overloadedMembers(), crossZoneRate,
-                    micros / 1000.0);
-        } else if (outcome != null) {
-            log.info("groupfit assignor: group {}, {} partitions to {} members via core ({}; rscore {}, {} moves, "
-                    + "overloaded {}); held the coordinator {} ms", group, partitions, memberIds.length, algorithm,
-                    outcome.rscore(), outcome.moves(), outcome.overloaded(), micros / 1000.0);
+        if (outcome != null) {
+            log.info("groupfit assignor: group {}, {} partitions to {} members via core ({}{}; rscore {}, {} moves, "
+                    + "overloaded {}{}); held the coordinator {} ms", group, partitions, memberIds.length, algorithm,
+                    crossZoneRate == null ? "" : " zone-aware", outcome.rscore(), outcome.moves(), outcome.overloaded(),
+                    crossZoneRate == null ? "" : ", cross-zone rate " + crossZoneRate, micros / 1000.0);
         } else {
             log.info("groupfit assignor: group {}, {} partitions to {} members via fallback ({}); held the "
                     + "coordinator {} ms", group, partitions, memberIds.length, reason, micros / 1000.0);
@@ -471,9 +429,24 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         Map<String, GroupMemo.Seen> seen = new HashMap<>(2 * natural.length);
         String[] memberOfConsumer = new String[natural.length];
         MemberAssignment[] current = new MemberAssignment[natural.length];
+        boolean racked = false;
         for (String identity : natural) { // consumers in natural order: the core's sorts find them sorted
             int c = builder.consumer(identity);
             builder.member(c, memberCapacities.getOrDefault(identity, Double.NaN));
+            Optional<String> rack = groupSpec.memberSubscription(memberOf.get(identity)).rackId();
+            if (rack.isPresent() && !rack.get().isEmpty()) {
+                builder.rack(c, rack.get());
+                racked = true;
+            }
+        }
+        if (racked) { // zone-aware where partitions have racks (the describer is asked only when a member has one)
+            Partitions partitions = table.partitions();
+            for (int j = 0; j < partitions.size(); j++) {
+                Set<String> racks = describer.racksForPartition(topicIds[partitions.topicIndex(j)], partitions.partition(j));
+                if (!racks.isEmpty()) {
+                    builder.racks(j, racks);
+                }
+            }
         }
         for (int c = 0; c < natural.length; c++) {
             String memberId = memberOf.get(natural[c]);
@@ -600,113 +573,6 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         return assignments;
     }
 
-    /**
-     * A zone-aware group as the service sees it: the request (a dry run: the partitions in (topic, partition) order
-     * with their rates, lags and racks, the previous owners, the members with their capacities and racks), its
-     * topics' ids by name and its members' identities.
-     */
-    record Zoned(Api.AssignRequest request, Map<String, Uuid> topicIdOf, List<String> identities) {}
-
-    /**
-     * The group's zone-aware request, or null where racks change nothing: no member names its rack, no partition has
-     * racks, or no partition has a stored rate. Made from the spec (the core's memo is for the core's problems).
-     */
-    private Zoned zoned(GroupSpec groupSpec, SubscribedTopicDescriber describer, String[] memberIds,
-            Map<String, String> identityOf, Set<Uuid> subscribed, Knowledge known, double used, String group) {
-        Map<String, String> memberRacks = new TreeMap<>();
-        for (String memberId : memberIds) {
-            groupSpec.memberSubscription(memberId).rackId().filter(r -> !r.isEmpty())
-                    .ifPresent(rack -> memberRacks.put(identityOf.get(memberId), rack));
-        }
-        if (memberRacks.isEmpty()) {
-            return null; // the describer is not even asked
-        }
-        Uuid[] topicIds = byName(subscribed);
-        Map<String, Uuid> topicIdOf = new HashMap<>();
-        Map<Uuid, Set<Integer>> assignable = new HashMap<>();
-        List<Api.PartitionRate> partitions = new ArrayList<>();
-        boolean anyRacks = false;
-        boolean anyRate = false;
-        for (Uuid topicId : topicIds) {
-            String name = topicNames.get(topicId);
-            topicIdOf.put(name, topicId);
-            TopicRates rates = known.rates().get(name);
-            for (int p = 0; p < describer.numPartitions(topicId); p++) {
-                if (!groupSpec.isPartitionAssignable(topicId, p)) {
-                    continue;
-                }
-                assignable.computeIfAbsent(topicId, t -> new HashSet<>()).add(p);
-                double rate = rates == null || p >= rates.rate().length ? Double.NaN : rates.rate()[p];
-                double lag = rates == null || p >= rates.lag().length ? Double.NaN : rates.lag()[p];
-                Set<String> racks = describer.racksForPartition(topicId, p);
-                anyRate |= !Double.isNaN(rate);
-                anyRacks |= !racks.isEmpty();
-                partitions.add(new Api.PartitionRate(name, p, Double.isNaN(rate) ? 0.0 : rate,
-                        Double.isNaN(lag) ? null : lag, racks.isEmpty() ? null : List.copyOf(new TreeSet<>(racks))));
-            }
-        }
-        if (!anyRacks || !anyRate) {
-            return null;
-        }
-        Map<String, List<Api.PartitionRef>> previous = new TreeMap<>();
-        List<String> identities = new ArrayList<>();
-        for (String memberId : memberIds) {
-            String identity = identityOf.get(memberId);
-            identities.add(identity);
-            groupSpec.memberAssignment(memberId).partitions().forEach((topicId, held) -> {
-                Set<Integer> still = assignable.getOrDefault(topicId, Set.of()); // a topic no longer subscribed: none
-                for (int p : new TreeSet<>(held)) {
-                    if (still.contains(p)) {
-                        previous.computeIfAbsent(identity, i -> new ArrayList<>())
-                                .add(new Api.PartitionRef(topicNames.get(topicId), p));
-                    }
-                }
-            });
-        }
-        identities.sort(null);
-        List<Object> members = new ArrayList<>();
-        for (String identity : identities) {
-            Double own = memberCapacities.get(identity);
-            members.add(Api.member(identity, own == null || own == used ? null : own, memberRacks.get(identity)));
-        }
-        Map<String, Object> params = known.zoneParams();
-        Api.AssignRequest request = new Api.AssignRequest(known.zoneAlgorithm(), used, group, members, partitions,
-                previous, params.isEmpty() ? null : params).asDryRun();
-        return new Zoned(request, topicIdOf, identities);
-    }
-
-    /**
-     * The service's answer to the zone-aware request, waited for up to groupfit.zones.timeout.ms; throws when it
-     * does not come or does not fit the group (every partition once, on members). A dry run: what the group holds is
-     * stored by the report that follows, so a late answer is never stored as the group's version.
-     */
-    private Api.AssignResponse askZoned(Zoned zoned) throws Exception {
-        Api.AssignResponse answer = client.assign(zoned.request(), zonesTimeout)
-                .get(zonesTimeout.toMillis(), TimeUnit.MILLISECONDS);
-        List<org.apache.kafka.common.TopicPartition> partitions = new ArrayList<>();
-        for (Api.PartitionRate partition : zoned.request().partitions()) {
-            partitions.add(new org.apache.kafka.common.TopicPartition(partition.topic(), partition.partition()));
-        }
-        GroupfitService.check(answer, zoned.identities(), partitions);
-        return answer;
-    }
-
-    /** The service's checked answer as the coordinator's assignment (members it gives nothing get an empty one). */
-    private static GroupAssignment fromAnswer(Api.AssignResponse answer, Zoned zoned, Map<String, String> memberOf) {
-        Map<String, MemberAssignment> members = new HashMap<>();
-        answer.assignment().forEach((identity, held) -> {
-            Map<Uuid, Set<Integer>> mine = new HashMap<>();
-            for (Api.PartitionRef ref : held) {
-                mine.computeIfAbsent(zoned.topicIdOf().get(ref.topic()), t -> new HashSet<>()).add(ref.partition());
-            }
-            members.put(memberOf.get(identity), () -> mine);
-        });
-        for (String identity : zoned.identities()) {
-            members.putIfAbsent(memberOf.get(identity), Map::of);
-        }
-        return new GroupAssignment(members);
-    }
-
     /** The core's outcome as the request's assignment: consumer → its partitions. */
     private static Map<String, List<Api.PartitionRef>> given(Outcome outcome) {
         Problem problem = outcome.problem();
@@ -756,7 +622,9 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             int p = problem.partition(j);
             TopicRates known = rates.get(topic);
             double lag = known == null || p >= known.lag().length ? Double.NaN : known.lag()[p];
-            partitions.add(new Api.PartitionRate(topic, p, problem.rate(j), Double.isNaN(lag) ? null : lag));
+            List<String> racks = problem.racks(j);
+            partitions.add(new Api.PartitionRate(topic, p, problem.rate(j), Double.isNaN(lag) ? null : lag,
+                    racks.isEmpty() ? null : racks));
             String owner = problem.previousOwner(j);
             if (owner != null) {
                 previous.computeIfAbsent(owner, o -> new ArrayList<>()).add(new Api.PartitionRef(topic, p));
@@ -766,7 +634,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         for (int i = 0; i < outcome.consumerCount(); i++) {
             String consumer = outcome.consumer(i);
             double own = problem.capacityOf(consumer);
-            members.add(Api.member(consumer, own == used ? null : own, null));
+            members.add(Api.member(consumer, own == used ? null : own, problem.rack(consumer)));
         }
         Map<String, List<Api.PartitionRef>> assignment = given(outcome);
         Map<String, Object> params = algorithm.params();
@@ -910,7 +778,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
                         group, rates.partitions().size(), learnt.algorithm().name(), learnt.storedCapacity());
             }
         } catch (Exception e) {
-            knowledge.putIfAbsent(group, new Knowledge(null, configured, null, configured.name()));
+            knowledge.putIfAbsent(group, new Knowledge(null, configured, null));
             log.warn("groupfit assignor: could not read group {} from groupfit: {}", group, GroupfitService.reason(e));
         }
     }
@@ -956,13 +824,11 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             if (Algorithm.runs(state.algorithm())) {
                 algorithm = Algorithm.of(state.algorithm(), Map.of());
             } else {
-                log.warn("groupfit assignor: group {}'s algorithm {} is not one the broker runs ({}); it runs {} (a "
-                        + "zone-aware group is asked of the service with {})", state.group(), state.algorithm(),
-                        Algorithm.NAMES, configured.name(), state.algorithm());
+                log.warn("groupfit assignor: group {}'s algorithm {} is not one the broker runs ({}); it runs {}",
+                        state.group(), state.algorithm(), Algorithm.NAMES, configured.name());
             }
         }
-        return new Knowledge(rates, algorithm, state == null ? null : state.capacity(),
-                state == null ? configured.name() : state.algorithm());
+        return new Knowledge(rates, algorithm, state == null ? null : state.capacity());
     }
 
     private void learnGroups() throws Exception {

@@ -14,20 +14,32 @@ final class LocalCore {
 
     /**
      * partition → member of the core's answer: {@code members} (identities, in the request's order) each of its
-     * own capacity in {@code sizes} or {@code capacity}; a partition without a rate in {@code rates} has rate 0.
+     * own capacity in {@code sizes} or {@code capacity} and its rack in {@code racks} (none: not there); a partition
+     * without a rate in {@code rates} has rate 0, and its racks in {@code partitionRacks} (none: not there). With
+     * racks on both sides the core computes in its zone mode, as the service would.
      */
     static Map<TopicPartition, String> solve(Algorithm algorithm, double capacity, List<String> members,
-            Map<String, Double> sizes, List<TopicPartition> partitions, Map<TopicPartition, Api.PartitionRate> rates,
+            Map<String, Double> sizes, Map<String, String> racks, List<TopicPartition> partitions,
+            Map<TopicPartition, Api.PartitionRate> rates, Map<TopicPartition, List<String>> partitionRacks,
             Map<TopicPartition, String> previous) {
         Problem.Builder builder = new Problem.Builder(capacity, partitions.size());
         Map<TopicPartition, Integer> index = new HashMap<>(2 * partitions.size());
         for (TopicPartition tp : partitions) {
             Api.PartitionRate known = rates.get(tp);
-            index.put(tp, builder.partition(builder.topic(tp.topic()), tp.partition(), known == null ? 0.0 : known.rate(),
-                    known == null || known.lag() == null ? Double.NaN : known.lag()));
+            int j = builder.partition(builder.topic(tp.topic()), tp.partition(), known == null ? 0.0 : known.rate(),
+                    known == null || known.lag() == null ? Double.NaN : known.lag());
+            index.put(tp, j);
+            List<String> where = partitionRacks.get(tp);
+            if (where != null && !where.isEmpty()) {
+                builder.racks(j, where);
+            }
         }
         for (String member : members) {
-            builder.member(builder.consumer(member), sizes.getOrDefault(member, Double.NaN));
+            int c = builder.consumer(member);
+            builder.member(c, sizes.getOrDefault(member, Double.NaN));
+            if (racks.containsKey(member)) {
+                builder.rack(c, racks.get(member));
+            }
         }
         previous.forEach((tp, member) -> {
             Integer j = index.get(tp);

@@ -85,8 +85,8 @@ class BrokerEpochsTest {
                 }
                 List<String> natural = new ArrayList<>(members);
                 natural.sort(Natural::compare);
-                Map<TopicPartition, String> expected = LocalCore.solve(mwf, CAPACITY, natural, Map.of(), partitions,
-                        rates, previous);
+                Map<TopicPartition, String> expected = LocalCore.solve(mwf, CAPACITY, natural, Map.of(), Map.of(),
+                        partitions, rates, Map.of(), previous);
                 Map<TopicPartition, String> got = new HashMap<>();
                 answer.members().forEach((member, assigned) -> assigned.partitions().forEach((topicId, ps) ->
                         ps.forEach(p -> got.put(new TopicPartition(TOPICS.get(topicId), p), member))));

@@ -18,6 +18,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.coordinator.group.api.assignor.GroupAssignment;
@@ -229,27 +230,37 @@ class GroupfitBrokerAssignorTest {
     void assignNeverCallsTheServiceOnItsThreadSoAHungOrStoppedServiceChangesNothing() throws Exception {
         learn("g1");
         Map<String, Set<Integer>> before = Map.of("a", Set.of(0, 1), "b", Set.of(2, 3));
-        Map<String, Set<Integer>> answer = owned(assignor.assign(spec(before), topic(4)));
-        service.gate = new CountDownLatch(1); // every request now hangs until the test ends
+        assertHungOrStoppedServiceChangesNothing(() -> assignor.assign(spec(before), topic(4)));
+        // Calls were made (the reads, the reports), none of them on a thread that called assign().
+        assertTrue(client.callsByThread.values().stream().mapToInt(AtomicInteger::get).sum() >= 3,
+                client.callsByThread.toString());
+    }
+
+    /**
+     * The answer of {@code assign} with the service up, then hung (every request waits until the test ends), then
+     * stopped: the same each time, as computed in the core, and no call made on a thread that called assign().
+     */
+    private Map<String, Set<Integer>> assertHungOrStoppedServiceChangesNothing(Supplier<GroupAssignment> assign)
+            throws Exception {
+        Map<String, Set<Integer>> answer = owned(assign.get());
+        service.gate = new CountDownLatch(1);
         Thread caller = new Thread(() -> {
             for (int i = 0; i < 20; i++) {
-                assertEquals(answer, owned(assignor.assign(spec(before), topic(4))));
+                assertEquals(answer, owned(assign.get()));
                 assertEquals("core", assignor.lastReport().source());
             }
         }, "coordinator");
         caller.start();
         caller.join(30_000);
         assertFalse(caller.isAlive(), "assign() waited on the hung service");
-        service.server.stop(0); // and stopped
+        service.server.stop(0);
         for (int i = 0; i < 20; i++) {
-            assertEquals(answer, owned(assignor.assign(spec(before), topic(4))));
+            assertEquals(answer, owned(assign.get()));
         }
-        // Calls were made (the reads, the reports), and none of them on a thread that called assign().
-        assertTrue(client.callsByThread.values().stream().mapToInt(AtomicInteger::get).sum() >= 3,
-                client.callsByThread.toString());
         assertFalse(client.callsByThread.containsKey("coordinator"), client.callsByThread.toString());
         assertFalse(client.callsByThread.containsKey(Thread.currentThread().getName()),
                 client.callsByThread.toString());
+        return answer;
     }
 
     /** a in rack x, b in rack y, c without one; partitions 0 and 2 have replicas in x (and z), 1 and 3 in y. */
@@ -265,76 +276,63 @@ class GroupfitBrokerAssignorTest {
             p -> p % 2 == 0 ? Set.of("z", "x") : Set.of("y"));
 
     @Test
-    void withRacksAssignAsksTheServiceForItsZoneAwareAnswerAndUsesIt() throws Exception {
-        assignor.close(); // a bound no loaded test machine reaches: this test is about the answer, not the bound
-        assignor = assignor(Map.of(GroupfitBrokerAssignor.CAPACITY, "100", GroupfitBrokerAssignor.ZONES_TIMEOUT_MS, "10000"));
+    void withRacksTheCoreComputesTheZoneAwareAnswerAndTheReportCarriesTheRacks() throws Exception {
         learn("g1");
-        service.assign = request -> new FakeService.Reply(200, FakeService.answer(
-                "{\"instance-a\":[{\"topic\":\"orders\",\"partition\":0},{\"topic\":\"orders\",\"partition\":2}],"
-                        + "\"instance-b\":[{\"topic\":\"orders\",\"partition\":1},{\"topic\":\"orders\",\"partition\":3}]}")
-                .replace("\"added_later\"", "\"cross_zone_rate\":0.0,\"added_later\""));
         GroupAssignment assignment = assignor.assign(
                 racked(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3), "c", Set.of())), RACKED);
+        // zone-aware MWF (the service's answer to the same request): each partition on a member of its racks;
+        // without racks MWF gives a {0, 2, 3} and b {1} (the next test)
         assertEquals(Map.of("a", Set.of(0, 2), "b", Set.of(1, 3), "c", Set.of()), owned(assignment));
-        assertEquals("service", assignor.lastReport().source());
-        assertEquals(0.0, assignor.lastReport().crossZoneRate());
-        JsonNode sent = service.assignRequests.get(0);
-        assertFalse(sent.has("assignment"));
-        assertTrue(sent.get("dry_run").asBoolean(), sent.toString()); // stored by the report, as the group holds it
-        assertEquals("[{\"id\":\"instance-a\",\"rack\":\"x\"},{\"id\":\"instance-b\",\"rack\":\"y\"},\"instance-c\"]",
-                sent.get("members").toString());
-        List<String> racks = new java.util.ArrayList<>();
-        sent.get("partitions").forEach(p -> racks.add(p.get("racks").toString()));
-        assertEquals(List.of("[\"x\",\"z\"]", "[\"y\"]", "[\"x\",\"z\"]", "[\"y\"]"), racks);
-        for (int i = 0; i < 2000 && service.assignRequests.size() < 2; i++) {
-            Thread.sleep(10);
-        }
-        JsonNode report = service.assignRequests.get(1); // the answer the group holds, with its racks
-        assertEquals(sent.get("members"), report.get("members"));
-        assertEquals(sent.get("partitions"), report.get("partitions"));
-        assertFalse(report.has("dry_run"));
-        assertEquals("{\"instance-a\":[{\"topic\":\"orders\",\"partition\":0},{\"topic\":\"orders\",\"partition\":2}],"
-                + "\"instance-b\":[{\"topic\":\"orders\",\"partition\":1},{\"topic\":\"orders\",\"partition\":3}]}",
-                sorted(report.get("assignment")));
-    }
-
-    @Test
-    void withRacksASlowServiceLeavesTheCoreToComputeWithoutThemAndTheReportCarriesThem() throws Exception {
-        assignor.close();
-        assignor = assignor(Map.of(GroupfitBrokerAssignor.CAPACITY, "100", GroupfitBrokerAssignor.ZONES_TIMEOUT_MS, "300"));
-        learn("g1");
-        service.delayMs = 1500;
-        long started = System.nanoTime();
-        GroupAssignment assignment = assignor.assign(racked(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), RACKED);
-        long millis = (System.nanoTime() - started) / 1_000_000;
-        assertTrue(millis < 1500, "held the coordinator " + millis + " ms");
-        assertEquals(Map.of("a", Set.of(0, 2, 3), "b", Set.of(1)), owned(assignment)); // MWF, as without racks
         assertEquals("core", assignor.lastReport().source());
-        assertTrue(assignor.lastReport().reason().contains("zone-aware"), assignor.lastReport().reason());
-        for (int i = 0; i < 2000 && service.assignRequests.size() < 2; i++) {
+        assertEquals("mwf", assignor.lastReport().algorithm());
+        assertEquals(0.0, assignor.lastReport().crossZoneRate());
+        for (int i = 0; i < 2000 && service.assignRequests.isEmpty(); i++) {
             Thread.sleep(10);
         }
-        JsonNode report = service.assignRequests.get(1); // the first is the zone-aware question
-        assertTrue(report.has("assignment"), report.toString());
-        assertEquals("[{\"id\":\"instance-a\",\"rack\":\"x\"},{\"id\":\"instance-b\",\"rack\":\"y\"}]",
+        assertEquals(1, service.assignRequests.size()); // the report alone: nothing was asked
+        JsonNode report = service.assignRequests.get(0);
+        assertFalse(report.has("dry_run"));
+        assertEquals("[{\"id\":\"instance-a\",\"rack\":\"x\"},{\"id\":\"instance-b\",\"rack\":\"y\"},\"instance-c\"]",
                 report.get("members").toString());
-        assertEquals("[\"y\"]", report.get("partitions").get(1).get("racks").toString());
+        List<String> racks = new java.util.ArrayList<>();
+        report.get("partitions").forEach(p -> racks.add(p.get("racks").toString()));
+        assertEquals(List.of("[\"x\",\"z\"]", "[\"y\"]", "[\"x\",\"z\"]", "[\"y\"]"), racks);
+        assertEquals("{\"instance-a\":[{\"topic\":\"orders\",\"partition\":0},{\"topic\":\"orders\",\"partition\":2}],"
+                + "\"instance-b\":[{\"topic\":\"orders\",\"partition\":1},{\"topic\":\"orders\",\"partition\":3}],"
+                + "\"instance-c\":[]}", sorted(report.get("assignment")));
     }
 
     @Test
-    void aZoneAwareGroupIsAskedWithItsStoredAlgorithmEvenOneTheCoreDoesNotRun() throws Exception {
+    void withoutRacksTheSameGroupGetsTheRackUnawareAnswer() throws Exception {
+        learn("g1");
+        GroupAssignment assignment = assignor.assign(spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4));
+        assertEquals(Map.of("a", Set.of(0, 2, 3), "b", Set.of(1)), owned(assignment));
+        assertEquals(null, assignor.lastReport().crossZoneRate());
+    }
+
+    @Test
+    void aZoneAwareGroupMakesNoServiceCallOnTheCallingThreadHungOrStopped() throws Exception {
+        learn("g1");
+        Map<String, Set<Integer>> before = Map.of("a", Set.of(0, 1), "b", Set.of(2, 3));
+        Map<String, Set<Integer>> answer = assertHungOrStoppedServiceChangesNothing(
+                () -> assignor.assign(racked(before), RACKED));
+        assertEquals(Map.of("a", Set.of(0, 2), "b", Set.of(1, 3)), answer); // zone-aware
+        assertEquals(0.0, assignor.lastReport().crossZoneRate());
+    }
+
+    @Test
+    void aZoneAwareGroupWithAStoredAlgorithmTheCoreDoesNotRunRunsTheConfiguredOne() throws Exception {
         service.stored("repack", 100);
         learn("g1");
-        service.assign = request -> new FakeService.Reply(200, FakeService.answer(
-                "{\"instance-a\":[{\"topic\":\"orders\",\"partition\":0},{\"topic\":\"orders\",\"partition\":2}],"
-                        + "\"instance-b\":[{\"topic\":\"orders\",\"partition\":1},{\"topic\":\"orders\",\"partition\":3}]}"));
         assignor.assign(racked(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), RACKED);
-        assertEquals("service", assignor.lastReport().source());
-        assertEquals("repack", service.assignRequests.get(0).get("algorithm").asText());
-        assertFalse(service.assignRequests.get(0).has("params"));
-        // without racks the core runs the configured algorithm (it does not run repack)
-        assignor.assign(spec(Map.of("a", Set.of(0, 1), "b", Set.of(2, 3))), topic(4));
-        assertEquals("mwf", assignor.lastReport().algorithm());
+        assertEquals("core", assignor.lastReport().source());
+        assertEquals("mwf", assignor.lastReport().algorithm()); // as for a group without racks
+        assertEquals(0.0, assignor.lastReport().crossZoneRate());
+        for (int i = 0; i < 2000 && service.assignRequests.isEmpty(); i++) {
+            Thread.sleep(10);
+        }
+        assertTrue(service.assignRequests.stream().allMatch(r -> r.has("assignment")),
+                service.assignRequests.toString());
     }
 
     @Test

@@ -8,6 +8,12 @@ import java.util.Arrays;
  * the most remaining capacity if it fits, Best Fit the one with the least that still fits, Next Fit only the bin
  * opened last; ties to the lowest id. Each bin has its consumer's own capacity. Bins are small integers in the
  * order they were opened; {@code ids[b]} is the consumer.
+ *
+ * <p>Zone mode (a zone-aware problem; the Best and Worst Fit rules): each bin has a rack, and the rule keeps one
+ * index per rack beside the global one. A partition goes to an open bin of one of its racks by the rule, else into a
+ * new bin in one of its racks (a free member there, or a new consumer started there), else to any open bin by the
+ * rule (across zones), else into a new bin h(j,k). What that costs in consumers {@link SearchState#finishZoned} wins
+ * back.
  */
 final class Bins {
     enum Rule {
@@ -31,6 +37,18 @@ final class Bins {
     private final MinHeap heap;
     // Best Fit: the open non-empty bins by (residual, tie, bin), a treap.
     private final Treap byResidual;
+    /** Zone mode: the problem's zones (null: not in zone mode), each bin's rack, the rule's index per rack, and each
+     * consumer's bin (-1: not open). */
+    final Zones zones;
+    int[] rack = new int[16];
+    private final MinHeap[] rackHeap;
+    private final Treap[] rackResidual;
+    private int[] binOf;
+
+    /** A {@link #localChoice}: the partition goes into a new bin of its racks. */
+    static final int OPEN_LOCAL = -1;
+    /** A {@link #localChoice}: the partition cannot be placed in its zone. */
+    static final int NOT_LOCAL = -2;
 
     Bins(Problem problem, Rule rule) {
         this.problem = problem;
@@ -40,11 +58,42 @@ final class Bins {
         this.rates = problem.rate;
         this.heap = rule == Rule.WORST ? new MinHeap(16) : null;
         this.byResidual = rule == Rule.BEST ? new Treap() : null;
+        this.zones = rule == Rule.NEXT ? null : problem.zones;
+        int racks = zones == null ? 0 : zones.racks();
+        rackHeap = rule == Rule.WORST ? new MinHeap[racks] : null;
+        rackResidual = rule == Rule.BEST ? new Treap[racks] : null;
+        for (int r = 0; r < racks; r++) {
+            if (rule == Rule.WORST) {
+                rackHeap[r] = new MinHeap(4);
+            } else {
+                rackResidual[r] = new Treap();
+            }
+        }
+        if (zones != null) {
+            pool.zoned(zones, problem.previousIds);
+            binOf = new int[Math.max(consumers.size(), 4)];
+            Arrays.fill(binOf, -1);
+        }
     }
 
     /** createConsumer: a new, empty bin for consumer h(j,k) ({@code preferred} = g(j,k), or NONE). */
     int open(int preferred) {
-        int c = pool.open(preferred);
+        return add(pool.open(preferred));
+    }
+
+    /** Zone mode: a new bin in one of j's racks (h(j,k) where j's previous consumer runs there), or -1. */
+    int openLocal(int j) {
+        int c = pool.openFor(zones.ofPartition[j], problem.previousOwner[j]);
+        return c == Pool.NONE ? -1 : add(c);
+    }
+
+    /** Zone mode: consumer c's bin, or -1 where it is not open. */
+    int binOf(int c) {
+        return c < binOf.length ? binOf[c] : -1;
+    }
+
+    /** A consumer the pool opened, as an empty bin. */
+    private int add(int c) {
         int b = count++;
         if (b == ids.length) {
             int grown = b * 2;
@@ -55,6 +104,16 @@ final class Bins {
             held = Arrays.copyOf(held, grown);
             heldCount = Arrays.copyOf(heldCount, grown);
             tie = Arrays.copyOf(tie, grown);
+            rack = Arrays.copyOf(rack, grown);
+        }
+        if (zones != null) {
+            if (c >= binOf.length) {
+                int old = binOf.length;
+                binOf = Arrays.copyOf(binOf, Math.max(c + 1, old * 2));
+                Arrays.fill(binOf, old, binOf.length, -1);
+            }
+            binOf[c] = b;
+            rack[b] = pool.rackOf(c);
         }
         ids[b] = c;
         cap[b] = consumers.cap(c);
@@ -95,11 +154,82 @@ final class Bins {
 
     /** Records bin b's new load in the rule's index. */
     private void track(int b) {
+        boolean local = zones != null && rack[b] != Zones.NO_RACK;
         if (rule == Rule.WORST) {
             heap.set(b, load[b] - limit[b], tie[b]);
+            if (local) {
+                rackHeap[rack[b]].set(b, load[b] - limit[b], tie[b]);
+            }
         } else if (rule == Rule.BEST) {
             byResidual.update(b, limit[b] - load[b]);
+            if (local) {
+                rackResidual[rack[b]].update(b, limit[b] - load[b]);
+            }
         }
+    }
+
+    /** Zone mode: an open bin of one of j's racks that takes j under this rule, or -1. */
+    int findLocal(int j) {
+        double need = rates[j];
+        int best = -1;
+        for (int r : zones.ofPartition[j]) {
+            int b;
+            if (rule == Rule.WORST) {
+                MinHeap index = rackHeap[r];
+                b = index.isEmpty() || load[index.top()] + need > limit[index.top()] ? -1 : index.top();
+                // the most room first: (load − limit, tie, bin) least
+                if (b >= 0 && (best < 0 || before(load[b] - limit[b], b, load[best] - limit[best], best))) {
+                    best = b;
+                }
+            } else {
+                b = rackResidual[r].ceiling(need);
+                // the least room that fits first: (residual, tie, bin) least
+                if (b >= 0 && (best < 0 || before(limit[b] - load[b], b, limit[best] - load[best], best))) {
+                    best = b;
+                }
+            }
+        }
+        return best;
+    }
+
+    /** Whether (key a, tie, a) sorts before (key b, tie, b). */
+    private boolean before(double keyA, int a, double keyB, int b) {
+        if (keyA != keyB) {
+            return keyA < keyB;
+        }
+        return tie[a] != tie[b] ? Long.compareUnsigned(tie[a], tie[b]) < 0 : a < b;
+    }
+
+    /** Zone mode: the open bin of j's racks {@link #place} puts j into, {@link #OPEN_LOCAL} where it opens one there,
+     * {@link #NOT_LOCAL} where j cannot be placed in its zone. */
+    int localChoice(int j) {
+        int b = findLocal(j);
+        if (b >= 0) {
+            return b;
+        }
+        return pool.canOpenFor(zones.ofPartition[j]) ? OPEN_LOCAL : NOT_LOCAL;
+    }
+
+    /** The open bin {@link #place} puts j into, or -1 where it opens one. */
+    int choose(int j) {
+        if (zones == null) {
+            return find(j);
+        }
+        int b = localChoice(j);
+        return b == NOT_LOCAL ? find(j) : b;
+    }
+
+    /** {@link #place} with {@link #choose}'s choice for j made. */
+    int placeChosen(int j, int chosen) {
+        int b = chosen;
+        if (b < 0 && zones != null) {
+            b = openLocal(j);
+        }
+        if (b < 0) {
+            b = open(problem.previousOwner[j]);
+        }
+        put(b, j);
+        return b;
     }
 
     void put(int b, int j) {
@@ -123,9 +253,28 @@ final class Bins {
         return taken;
     }
 
-    /** assignOpenBin (Algorithm 1, line 8): into an open bin by the rule, never a new one. */
+    /**
+     * Fills the new bin b with {@code pset[0..end)} in order until the first that does not fit (an empty bin takes
+     * the first whatever its rate); how many went in. For a list not in the decreasing order (zone mode), which
+     * {@link #fill(int, Holding, int)} takes.
+     */
+    int fill(int b, int[] pset, int end) {
+        double bound = limit[b];
+        double sum = load[b];
+        int taken = 0;
+        while (taken < end && (heldCount[b] == 0 || sum + rates[pset[taken]] <= bound)) {
+            sum += rates[pset[taken]];
+            hold(b, pset[taken++]);
+        }
+        load[b] = sum;
+        track(b);
+        return taken;
+    }
+
+    /** assignOpenBin (Algorithm 1, line 8): into an open bin by the rule, never a new one (zone mode: one of j's
+     * racks). */
     boolean placeOpen(int j) {
-        int b = find(j);
+        int b = zones == null ? find(j) : findLocal(j);
         if (b < 0) {
             return false;
         }
@@ -138,12 +287,7 @@ final class Bins {
         if (rule == Rule.NEXT && count == 0) {
             open(Pool.NONE);
         }
-        int b = find(j);
-        if (b < 0) {
-            b = open(problem.previousOwner[j]);
-        }
-        put(b, j);
-        return b;
+        return placeChosen(j, choose(j));
     }
 
     int[] heldOf(int b) {

@@ -260,7 +260,7 @@ final class LeastLoaded {
             allowed[ids[i]] = false;
             next.put(size, i);
         }
-        return new Placement(names, packing.toArray(new int[0][]), Map.of());
+        return new Placement(names, packing.toArray(new int[0][]), Map.of(), null);
     }
 
     static Placement place(Problem problem, Params params) {
@@ -385,7 +385,7 @@ final class LeastLoaded {
                 consumer[i] = current.get(i)[0];
                 held[i] = Arrays.copyOfRange(current.get(i), 1, current.get(i).length);
             }
-            assignment = new Placement(consumer, held, Map.of());
+            assignment = new Placement(consumer, held, Map.of(), null);
         } else if (problem.uniform) {
             assignment = nameByOverlap(problem, packing, candidates(problem, packing.size()), null);
         } else {
@@ -405,7 +405,7 @@ final class LeastLoaded {
         outputs.put("consumers_after", after);
         outputs.put("rate_capacity", mu * params.fUp());
         outputs.put("lag_capacity", mu * params.wSla() * params.fUp());
-        return new Placement(assignment.consumer(), assignment.held(), outputs);
+        return new Placement(assignment.consumer(), assignment.held(), outputs, null);
     }
 
     private static int[] withConsumer(int consumer, int[] held) {

@@ -17,6 +17,12 @@ import java.util.Map;
  * h(j,k). With a budget ({@code max_rscore}, {@code max_moves}) a move is made only while the budget affords it;
  * a partition the budget cannot move stays on its consumer, above capacity if need be. Partitions of a consumer
  * that is gone must move and are charged even beyond the budget.
+ *
+ * <p>Zone mode (a zone-aware problem; {@link Bins}): partitions migrate only into open consumers of their racks, and
+ * the unassigned set goes to a consumer of their racks (open, else new) before any other. A previous consumer treats
+ * the partitions it reads across zones apart: without members it lets go of them (a consumer can be started in their
+ * zone), and one the budget cannot move stays; with members it keeps them after its others, while they fit. The last
+ * step ({@link SearchState#finishZoned}) closes consumers and brings partitions into their zones where room is left.
  */
 final class ModifiedAnyFit {
     private ModifiedAnyFit() {}
@@ -26,9 +32,9 @@ final class ModifiedAnyFit {
         private final double[] rates;
         final Double maxRscore;
         final Long maxMoves;
-        private final double maxRate; // the Rscore cap as a rate, up to float rounding of summed rates; NaN: none
+        final double maxRate; // the Rscore cap as a rate, up to float rounding of summed rates; NaN: none
         double rate;
-        long moves;
+        long moves; // (a search refunds the moves it undoes: below 0 where the algorithm charged none)
         long refused;
 
         Spending(Problem problem, Double maxRscore, Long maxMoves) {
@@ -47,6 +53,14 @@ final class ModifiedAnyFit {
                 return false;
             }
             return maxRscore == null || rate + rates[j] <= maxRate;
+        }
+
+        /** Whether what is spent is within both caps. */
+        boolean within() {
+            if (maxMoves != null && moves > maxMoves) {
+                return false;
+            }
+            return maxRscore == null || rate <= maxRate;
         }
 
         void spend(int j) {
@@ -93,6 +107,8 @@ final class ModifiedAnyFit {
         Sorting.byKey(order, consumersSeen, size);
 
         Bins bins = new Bins(problem, rule);
+        Zones zones = bins.zones;
+        boolean[] letGo = zones == null ? null : new boolean[problem.n]; // zone mode: read across zones, let go
         int[] home = new int[known];
         Arrays.fill(home, -1);
         for (int i = 0; i < consumersSeen; i++) { // line 3
@@ -101,6 +117,32 @@ final class ModifiedAnyFit {
             int[] pset = holding.decreasing;
             int end = pset.length;
             boolean stays = bins.pool.allowed(consumer); // a consumer that is gone keeps nothing
+            if (zones != null && stays) {
+                // its partitions read across zones go (without members: a consumer can be started in their zones), or
+                // come after its others (with members: kept while they fit)
+                int rack = zones.rackOf(consumer);
+                int[] own = new int[end];
+                int[] across = new int[end];
+                int owned = 0;
+                int crossing = 0;
+                for (int j : pset) {
+                    if (zones.ofPartition[j].length > 0 && !zones.local(j, rack)) {
+                        across[crossing++] = j;
+                    } else {
+                        own[owned++] = j;
+                    }
+                }
+                if (problem.members == null) {
+                    for (int k = 0; k < crossing; k++) {
+                        letGo[across[k]] = true;
+                        unassigned[unassignedCount++] = across[k];
+                    }
+                    end = owned;
+                } else {
+                    System.arraycopy(across, 0, own, owned, crossing);
+                }
+                pset = own;
+            }
             // lines 6-13: smallest first into open bins, while the budget affords the move
             while (end > 0) {
                 int j = pset[end - 1];
@@ -114,7 +156,8 @@ final class ModifiedAnyFit {
                 continue; // lines 14-16
             }
             int own = bins.open(consumer); // line 17: createConsumer(c)
-            int taken = bins.fill(own, holding, end); // lines 18-25
+            // lines 18-25 (zone mode: its partitions reordered, filled one by one)
+            int taken = zones == null ? bins.fill(own, holding, end) : bins.fill(own, pset, end);
             if (stays) {
                 home[consumer] = own;
             } else { // opened under another id: what it kept moved too
@@ -129,11 +172,15 @@ final class ModifiedAnyFit {
             unassignedCount += end - taken;
         }
         for (int j : problem.decreasing(unassigned, unassignedCount)) { // lines 27-30
-            int b = bins.find(j);
             int was = problem.previousOwner[j];
+            if (zones != null && letGo[j]) {
+                placeLetGo(bins, spending, home, j, was);
+                continue;
+            }
+            int b = bins.choose(j);
             int stay = was == Pool.NONE ? -1 : home[was];
             if (stay < 0 || b == stay) {
-                b = bins.place(j);
+                b = bins.placeChosen(j, b);
                 if (was != Pool.NONE && bins.ids[b] != was) {
                     spending.spend(j);
                 }
@@ -145,11 +192,12 @@ final class ModifiedAnyFit {
                 bins.put(stay, j);
             }
         }
+        SearchState state = zones == null ? null : SearchState.finishZoned(bins, spending);
         Map<String, Object> outputs = Map.of();
         if (spending.limited()) {
-            int[] over = new int[bins.count];
-            int overCount = 0;
-            for (int b = 0; b < bins.count; b++) {
+            int[] over = state != null ? state.overloaded() : new int[bins.count];
+            int overCount = state != null ? over.length : 0;
+            for (int b = 0; state == null && b < bins.count; b++) {
                 if (bins.heldCount[b] > 1 && !Problem.within(bins.load[b], bins.cap[b])) {
                     over[overCount++] = bins.ids[b];
                 }
@@ -169,6 +217,21 @@ final class ModifiedAnyFit {
             outputs.put("budget", budget);
             outputs.put("overloaded_consumers", overloaded);
         }
-        return Placement.of(bins, outputs);
+        return state != null ? state.placement(outputs) : Placement.of(bins, outputs);
+    }
+
+    /** Zone mode without members: a partition its consumer {@code was} reads across zones goes to a consumer of its
+     * racks (open, else new) if the budget affords the move; else it stays with {@code was}. */
+    private static void placeLetGo(Bins bins, Spending spending, int[] home, int j, int was) {
+        int target = bins.localChoice(j); // a consumer can always be started in its racks
+        if (spending.affords(j)) {
+            bins.put(target >= 0 ? target : bins.openLocal(j), j);
+            spending.spend(j);
+            return;
+        }
+        spending.refused++;
+        int stay = home[was] >= 0 ? home[was] : bins.binOf(was);
+        home[was] = stay = stay >= 0 ? stay : bins.open(was);
+        bins.put(stay, j);
     }
 }

@@ -22,6 +22,7 @@ public final class Outcome {
     private final double rscore;
     private final int binsUsed;
     private final Map<String, Object> outputs;
+    private ZoneReport zones;
 
     private Outcome(String algorithm, Problem problem, int[] consumers, int[][] held, double[] loads, int[] owner,
             int moves, boolean[] unchanged, double rscore, int binsUsed, Map<String, Object> outputs) {
@@ -109,8 +110,12 @@ public final class Outcome {
             throw new IllegalStateException("algorithm " + algorithm + " did not place every partition");
         }
         double rscore = Sums.fsum(problem.rate, moved, moves) / problem.capacity;
-        return new Outcome(algorithm, problem, sortedConsumers, sortedHeld, loads, owner, moves, unchanged, rscore,
-                bins, placement.outputs());
+        Outcome outcome = new Outcome(algorithm, problem, sortedConsumers, sortedHeld, loads, owner, moves, unchanged,
+                rscore, bins, placement.outputs());
+        if (problem.zones != null) {
+            outcome.zones = ZoneReport.of(problem, sortedConsumers, sortedHeld, placement);
+        }
+        return outcome;
     }
 
     /**
@@ -150,25 +155,24 @@ public final class Outcome {
                 }
             }
             double[] rates = problem.rate;
-            MinHeap heap = new MinHeap(members.length); // (load − capacity, natural key, id): most room first
-            for (int i = 0; i < members.length; i++) {
-                double load = 0;
-                for (int j : result[i]) {
-                    load += rates[j];
-                }
-                heap.set(i, load - consumers.cap(members[i]), consumers.tie(members[i]));
-            }
             int[] added = new int[members.length];
             int[][] extra = new int[members.length][];
-            for (int j : problem.decreasing(surplus, surplusCount)) {
-                int i = heap.top();
-                if (extra[i] == null) {
-                    extra[i] = new int[4];
-                } else if (added[i] == extra[i].length) {
-                    extra[i] = Arrays.copyOf(extra[i], added[i] * 2);
+            if (problem.zones != null) {
+                foldZoned(problem, members, result, problem.decreasing(surplus, surplusCount), added, extra);
+            } else {
+                MinHeap heap = new MinHeap(members.length); // (load − capacity, natural key, id): most room first
+                for (int i = 0; i < members.length; i++) {
+                    double load = 0;
+                    for (int j : result[i]) {
+                        load += rates[j];
+                    }
+                    heap.set(i, load - consumers.cap(members[i]), consumers.tie(members[i]));
                 }
-                extra[i][added[i]++] = j;
-                heap.set(i, heap.value(i) + rates[j], consumers.tie(members[i]));
+                for (int j : problem.decreasing(surplus, surplusCount)) {
+                    int i = heap.top();
+                    append(extra, added, i, j);
+                    heap.set(i, heap.value(i) + rates[j], consumers.tie(members[i]));
+                }
             }
             for (int i = 0; i < members.length; i++) {
                 if (added[i] > 0) {
@@ -180,6 +184,64 @@ public final class Outcome {
         }
         foldedHeld[0] = result;
         return members;
+    }
+
+    private static void append(int[][] extra, int[] added, int i, int j) {
+        if (extra[i] == null) {
+            extra[i] = new int[4];
+        } else if (added[i] == extra[i].length) {
+            extra[i] = Arrays.copyOf(extra[i], added[i] * 2);
+        }
+        extra[i][added[i]++] = j;
+    }
+
+    /**
+     * The fold of a zone-aware problem ({@code app.core.assign._fold_zoned}): a partition goes to the member of one of
+     * its racks with the most remaining capacity if it fits there, else to the member with the most remaining
+     * capacity; {@code members} in (natural key, id) order, each one's load summed exactly (math.fsum).
+     */
+    private static void foldZoned(Problem problem, int[] members, int[][] result, int[] surplus, int[] added,
+            int[][] extra) {
+        Zones zones = problem.zones;
+        Consumers consumers = problem.consumers;
+        double[] rates = problem.rate;
+        MinHeap every = new MinHeap(members.length); // (load − capacity, natural key, id): most room first
+        MinHeap[] byRack = new MinHeap[zones.racks()];
+        for (int i = 0; i < members.length; i++) {
+            double excess = Sums.fsum(rates, result[i], result[i].length) - consumers.cap(members[i]);
+            every.set(i, excess, consumers.tie(members[i]));
+            int rack = zones.rackOf(members[i]);
+            if (rack != Zones.NO_RACK) {
+                if (byRack[rack] == null) {
+                    byRack[rack] = new MinHeap(4);
+                }
+                byRack[rack].set(i, excess, consumers.tie(members[i]));
+            }
+        }
+        for (int j : surplus) {
+            int best = -1;
+            for (int r : zones.ofPartition[j]) {
+                if (byRack[r] != null && !byRack[r].isEmpty()) {
+                    int top = byRack[r].top();
+                    if (best < 0 || every.value(top) < every.value(best) || (every.value(top) == every.value(best)
+                            && (consumers.tie(members[top]) != consumers.tie(members[best])
+                                    ? Long.compareUnsigned(consumers.tie(members[top]), consumers.tie(members[best])) < 0
+                                    : top < best))) {
+                        best = top;
+                    }
+                }
+            }
+            if (best < 0 || every.value(best) + rates[j] > consumers.cap(members[best]) * (Problem.ROUNDING - 1)) {
+                best = every.top();
+            }
+            append(extra, added, best, j);
+            double excess = every.value(best) + rates[j];
+            every.set(best, excess, consumers.tie(members[best]));
+            int rack = zones.rackOf(members[best]);
+            if (rack != Zones.NO_RACK) {
+                byRack[rack].set(best, excess, consumers.tie(members[best]));
+            }
+        }
     }
 
     public String algorithm() {
@@ -252,6 +314,11 @@ public final class Outcome {
 
     public Map<String, Object> outputs() {
         return outputs;
+    }
+
+    /** The racks and cross-zone rates of a zone-aware problem's answer; null where the problem is not zone-aware. */
+    public ZoneReport zones() {
+        return zones;
     }
 
     /** Consumers above their own capacity, in natural order. */

@@ -126,8 +126,24 @@ public final class Partitions {
         return ranks;
     }
 
-    /** Partition indices by rate, largest first, ties by (topic, partition); a partition listed twice throws. */
-    private int[] decreasingOrder() {
+    /** Partition indices in (topic, partition) order, as the reference sorts keys. */
+    int[] byKey(int[] partitions, int length) {
+        int[] topicRank = topicRanks();
+        long[] key = new long[length];
+        int[] order = new int[length];
+        for (int i = 0; i < length; i++) {
+            key[i] = key(topicRank, partitions[i]);
+            order[i] = i;
+        }
+        Sorting.byKey(order, key);
+        for (int i = 0; i < length; i++) {
+            order[i] = partitions[order[i]];
+        }
+        return order;
+    }
+
+    /** Each topic's place in the order of topic names (code points, as Python orders str). */
+    private int[] topicRanks() {
         int[] topicRank = new int[topicNames.length];
         Integer[] byName = new Integer[topicNames.length];
         for (int t = 0; t < byName.length; t++) {
@@ -137,11 +153,22 @@ public final class Partitions {
         for (int r = 0; r < byName.length; r++) {
             topicRank[byName[r]] = r;
         }
+        return topicRank;
+    }
+
+    /** Partition j's (topic, partition) as one integer that sorts as the pair. */
+    private long key(int[] topicRank, int j) {
+        return ((long) topicRank[topic[j]] << 32) | ((partition[j] ^ Integer.MIN_VALUE) & 0xffffffffL);
+    }
+
+    /** Partition indices by rate, largest first, ties by (topic, partition); a partition listed twice throws. */
+    private int[] decreasingOrder() {
+        int[] topicRank = topicRanks();
         long[] key = new long[n];
         int[] order = new int[n];
         boolean sorted = true;
         for (int j = 0; j < n; j++) {
-            key[j] = ((long) topicRank[topic[j]] << 32) | ((partition[j] ^ Integer.MIN_VALUE) & 0xffffffffL);
+            key[j] = key(topicRank, j);
             order[j] = j;
             sorted &= j == 0 || key[j - 1] < key[j];
         }

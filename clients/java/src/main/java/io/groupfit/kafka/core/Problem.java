@@ -47,9 +47,12 @@ public final class Problem {
     /** The members in request order, or null. */
     final int[] members;
     final boolean uniform;
+    /** The racks of a zone-aware problem (a partition names its racks and, with members, a member its rack); null:
+     * racks change nothing, as {@code app.core.model.Problem.zones}. */
+    final Zones zones;
 
     private Problem(Partitions partitions, double capacity, Consumers consumers, int[] previousOwner,
-            int[] previousIds, int[][] listed, Holding[] holdings, int[] members, boolean uniform) {
+            int[] previousIds, int[][] listed, Holding[] holdings, int[] members, boolean uniform, Zones zones) {
         this.partitions = partitions;
         this.n = partitions.n;
         this.topicNames = partitions.topicNames;
@@ -67,6 +70,31 @@ public final class Problem {
         this.holdings = holdings;
         this.members = members;
         this.uniform = uniform;
+        this.zones = zones;
+    }
+
+    /** Whether the problem is zone-aware: the zone-aware algorithms weigh racks and the outcome reports them. */
+    public boolean zoneAware() {
+        return zones != null;
+    }
+
+    /** Partition j's racks in name order (a zone-aware problem's; else none). */
+    public List<String> racks(int j) {
+        if (zones == null) {
+            return List.of();
+        }
+        List<String> names = new ArrayList<>(zones.ofPartition[j].length);
+        for (int r : zones.ofPartition[j]) {
+            names.add(zones.names[r]);
+        }
+        return names;
+    }
+
+    /** The rack known for a consumer before the algorithm runs (a zone-aware problem's), or null. */
+    public String rack(String consumer) {
+        Integer c = zones == null ? null : consumerIndex(consumer);
+        int rack = c == null ? Zones.NO_RACK : zones.rackOf(c);
+        return rack == Zones.NO_RACK ? null : zones.names[rack];
     }
 
     public Partitions partitions() {
@@ -216,6 +244,8 @@ public final class Problem {
         private int[] heldConsumer; // (consumer, partition) pairs given one by one
         private int[] heldPartition;
         private int heldCount;
+        private String[][] partitionRacks; // by partition, null: none named yet
+        private String[] consumerRack = new String[16];
 
         public Builder(double capacity) {
             this(capacity, 16);
@@ -284,6 +314,7 @@ public final class Problem {
             if (c == own.length) {
                 own = Arrays.copyOf(own, c * 2);
                 member = Arrays.copyOf(member, c * 2);
+                consumerRack = Arrays.copyOf(consumerRack, c * 2);
                 listing = Arrays.copyOf(listing, c * 2);
                 Arrays.fill(listing, c, c * 2, -1);
             }
@@ -374,6 +405,89 @@ public final class Problem {
             return this;
         }
 
+        /** Consumer c runs in {@code rack} (its client.rack): a member, or without members a previous consumer. */
+        public Builder rack(int c, String rack) {
+            if (!validRack(rack)) {
+                throw badRack(rack, "consumer '" + consumerNames.get(c) + "'");
+            }
+            consumerRack[c] = rack;
+            return this;
+        }
+
+        /** Partition j is read without crossing zones by a consumer in one of {@code racks} (a rack listed twice
+         * counts once). */
+        public Builder racks(int j, java.util.Collection<String> racks) {
+            if (racks.size() > Zones.MAX_PARTITION_RACKS) {
+                throw new IllegalArgumentException("partition " + topicName(j) + " lists " + racks.size()
+                        + " racks, more than " + Zones.MAX_PARTITION_RACKS + "; list the racks of its replicas, each once");
+            }
+            String[] listed = new String[racks.size()];
+            int i = 0;
+            for (String rack : racks) {
+                if (!validRack(rack)) {
+                    throw badRack(rack, "partition " + topicName(j));
+                }
+                listed[i++] = rack;
+            }
+            if (partitionRacks == null) {
+                partitionRacks = new String[Math.max(previousOwner.length, j + 1)][];
+            } else if (j >= partitionRacks.length) {
+                partitionRacks = Arrays.copyOf(partitionRacks, Math.max(j + 1, partitionRacks.length * 2));
+            }
+            partitionRacks[j] = listed;
+            return this;
+        }
+
+        private static boolean validRack(String rack) {
+            return rack != null && !rack.isEmpty() && (rack.length() <= Zones.MAX_RACK_LENGTH
+                    || rack.codePointCount(0, rack.length()) <= Zones.MAX_RACK_LENGTH);
+        }
+
+        private static IllegalArgumentException badRack(String rack, String where) {
+            return new IllegalArgumentException(where + " has rack '" + rack + "'; a rack is a non-empty string of at "
+                    + "most " + Zones.MAX_RACK_LENGTH + " characters (as broker.rack and client.rack)");
+        }
+
+        /** The zones of the problem, or null where racks change nothing (as app.core.model.Problem.zones). */
+        private Zones zones(int n, int known, int[] previousIds) {
+            boolean named = false;
+            java.util.Set<String> distinct = new java.util.HashSet<>();
+            String[][] byPartition = new String[n][];
+            if (partitionRacks != null) {
+                for (int j = 0; j < Math.min(n, partitionRacks.length); j++) {
+                    byPartition[j] = partitionRacks[j];
+                    if (partitionRacks[j] != null) {
+                        named |= partitionRacks[j].length > 0;
+                        distinct.addAll(Arrays.asList(partitionRacks[j]));
+                    }
+                }
+            }
+            if (distinct.size() > Zones.MAX_RACKS) {
+                throw new IllegalArgumentException("the partitions name " + distinct.size() + " distinct racks, more "
+                        + "than " + Zones.MAX_RACKS + "; racks are zones or racks of brokers, not brokers or hosts");
+            }
+            boolean[] previous = new boolean[known];
+            for (int c : previousIds) {
+                previous[c] = true;
+            }
+            boolean anyConsumer = false;
+            for (int c = 0; c < known; c++) {
+                if (consumerRack[c] != null) {
+                    boolean runs = memberCount >= 0 ? member[c] : previous[c];
+                    if (!runs) {
+                        throw new IllegalArgumentException("a rack is given for '" + consumerNames.get(c) + "', which is "
+                                + "not " + (memberCount >= 0 ? "a member" : "a consumer of the previous assignment")
+                                + "; racks are known only for consumers that run already");
+                    }
+                    anyConsumer = true;
+                }
+            }
+            if (!named || (memberCount >= 0 && !anyConsumer)) {
+                return null;
+            }
+            return new Zones(byPartition, Arrays.copyOf(consumerRack, known));
+        }
+
         /** The problem; the builder is used up (its arrays become the problem's). */
         public Problem build() {
             int known = consumerNames.size();
@@ -407,10 +521,11 @@ public final class Problem {
                 held[i][counts[i]++] = heldPartition[h];
             }
             int n = built.n;
+            Zones zones = zones(n, known, previousIds);
             return new Problem(built, capacity, consumers,
                     previousOwner.length == n ? previousOwner : Arrays.copyOf(previousOwner, n), previousIds, held,
                     Arrays.copyOf(holdingOf, listedCount), memberCount < 0 ? null : Arrays.copyOf(members, memberCount),
-                    uniform);
+                    uniform, zones);
         }
     }
 }

@@ -15,9 +15,11 @@ import java.util.Map;
  * The Java core on instances read as JSON lines from stdin, one answer line each on stdout, for the differential
  * test against the Python reference (tests/integration/test_java_core.py). An instance is the service's request:
  * {@code {"algorithm", "params", "capacity", "partitions": [{"topic", "partition", "rate", "lag"}], "members":
- * [id | {"id", "capacity"}] | null, "previous": {consumer: [{"topic", "partition"}]}}}; the answer {@code
- * {"assignment": {consumer: [[topic, partition], ...]}, "rscore", "moves", "bins_used", "outputs"}} or {@code
- * {"error": message}}.
+ * [id | {"id", "capacity", "rack"}] | null, "previous": {consumer: [{"topic", "partition"}]}}}, a partition's
+ * {@code "racks"} and without members the previous consumers' {@code "previous_racks": {consumer: rack}} where the
+ * instance is zone-aware; the answer {@code {"assignment": {consumer: [[topic, partition], ...]}, "rscore",
+ * "moves", "bins_used", "outputs"}}, for a zone-aware problem with {@code "racks": {consumer: rack | null},
+ * "cross_zone": {consumer: rate}, "cross_zone_rate"}, or {@code {"error": message}}.
  */
 public final class CoreDriver {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -53,6 +55,12 @@ public final class CoreDriver {
             int j = builder.partition(builder.topic(topic), partition, p.get("rate").asDouble(),
                     lag == null || lag.isNull() ? Double.NaN : lag.asDouble());
             index.put(topic + "\u0000" + partition, j);
+            JsonNode racks = p.get("racks");
+            if (racks != null && !racks.isNull()) {
+                java.util.List<String> listed = new java.util.ArrayList<>();
+                racks.forEach(rack -> listed.add(rack.asText()));
+                builder.racks(j, listed);
+            }
         }
         JsonNode members = instance.get("members");
         if (members != null && !members.isNull()) {
@@ -60,7 +68,13 @@ public final class CoreDriver {
                 if (m.isTextual()) {
                     builder.member(builder.consumer(m.asText()), Double.NaN);
                 } else {
-                    builder.member(builder.consumer(m.get("id").asText()), m.get("capacity").asDouble());
+                    JsonNode capacity = m.get("capacity");
+                    int c = builder.consumer(m.get("id").asText());
+                    builder.member(c, capacity == null || capacity.isNull() ? Double.NaN : capacity.asDouble());
+                    JsonNode rack = m.get("rack");
+                    if (rack != null && !rack.isNull()) {
+                        builder.rack(c, rack.asText());
+                    }
                 }
             }
         }
@@ -76,6 +90,10 @@ public final class CoreDriver {
                     }
                 }
             });
+        }
+        JsonNode previousRacks = instance.get("previous_racks");
+        if (previousRacks != null && !previousRacks.isNull()) {
+            previousRacks.fields().forEachRemaining(e -> builder.rack(builder.consumer(e.getKey()), e.getValue().asText()));
         }
         Problem problem = builder.build();
         JsonNode params = instance.get("params");
@@ -93,6 +111,16 @@ public final class CoreDriver {
         answer.put("moves", outcome.moves());
         answer.put("bins_used", outcome.binsUsed());
         answer.set("outputs", JSON.valueToTree(outcome.outputs()));
+        ZoneReport zones = outcome.zones();
+        if (zones != null) {
+            ObjectNode racks = answer.putObject("racks");
+            ObjectNode cross = answer.putObject("cross_zone");
+            for (int i = 0; i < outcome.consumerCount(); i++) {
+                racks.put(outcome.consumer(i), zones.rack(i));
+                cross.put(outcome.consumer(i), zones.crossZone(i));
+            }
+            answer.put("cross_zone_rate", zones.crossZoneRate());
+        }
         return answer;
     }
 }
