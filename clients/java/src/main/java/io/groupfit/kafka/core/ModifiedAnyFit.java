@@ -69,6 +69,11 @@ final class ModifiedAnyFit {
         }
     }
 
+    /** {@code array}, or a copy grown, with room for {@code more} after its first {@code count}. */
+    private static int[] room(int[] array, int count, int more) {
+        return count + more <= array.length ? array : Arrays.copyOf(array, Math.max(2 * array.length, count + more));
+    }
+
     static Placement place(Problem problem, Bins.Rule rule, boolean cumulative, Double maxRscore, Long maxMoves) {
         double[] rates = problem.rate;
         int known = problem.consumers.known();
@@ -133,6 +138,7 @@ final class ModifiedAnyFit {
                     }
                 }
                 if (problem.members == null) {
+                    unassigned = room(unassigned, unassignedCount, crossing);
                     for (int k = 0; k < crossing; k++) {
                         letGo[across[k]] = true;
                         unassigned[unassignedCount++] = across[k];
@@ -165,9 +171,7 @@ final class ModifiedAnyFit {
                     spending.spend(pset[k]);
                 }
             }
-            if (unassignedCount + end - taken > unassigned.length) {
-                unassigned = Arrays.copyOf(unassigned, Math.max(2 * unassigned.length, unassignedCount + end - taken));
-            }
+            unassigned = room(unassigned, unassignedCount, end - taken);
             System.arraycopy(pset, taken, unassigned, unassignedCount, end - taken);
             unassignedCount += end - taken;
         }
