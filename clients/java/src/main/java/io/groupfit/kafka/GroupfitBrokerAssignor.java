@@ -409,12 +409,11 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         GroupMemo.State before = memo.state;
         GroupMemo.Table kept = before.table();
         // Topics by name, partitions by number: the request order is the (topic, partition) order.
-        Uuid[] topicIds;
-        if (kept != null && kept.topicIds().length == subscribed.size() && kept.topicOf().keySet().containsAll(subscribed)) {
-            topicIds = kept.topicIds();
-        } else {
-            topicIds = byName(subscribed);
+        boolean sameTopics = kept != null && kept.topicIds().length == subscribed.size();
+        for (Uuid topicId : sameTopics ? subscribed : Set.<Uuid>of()) {
+            sameTopics &= kept.topicOf().containsKey(topicId);
         }
+        Uuid[] topicIds = sameTopics ? kept.topicIds() : byName(subscribed);
         int[] counts = new int[topicIds.length];
         for (int t = 0; t < topicIds.length; t++) {
             counts[t] = describer.numPartitions(topicIds[t]);
@@ -430,10 +429,13 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         String[] memberOfConsumer = new String[natural.length];
         MemberAssignment[] current = new MemberAssignment[natural.length];
         boolean racked = false;
-        for (String identity : natural) { // consumers in natural order: the core's sorts find them sorted
-            int c = builder.consumer(identity);
-            builder.member(c, memberCapacities.getOrDefault(identity, Double.NaN));
-            Optional<String> rack = groupSpec.memberSubscription(memberOf.get(identity)).rackId();
+        for (int c = 0; c < natural.length; c++) { // consumers in natural order: the core's sorts find them sorted
+            String identity = natural[c];
+            String memberId = memberOf.get(identity);
+            memberOfConsumer[c] = memberId;
+            builder.member(builder.consumer(identity), // c: the consumers are numbered in the order given
+                    memberCapacities.isEmpty() ? Double.NaN : memberCapacities.getOrDefault(identity, Double.NaN));
+            Optional<String> rack = groupSpec.memberSubscription(memberId).rackId();
             if (rack.isPresent() && !rack.get().isEmpty()) {
                 builder.rack(c, rack.get());
                 racked = true;
@@ -449,13 +451,12 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             }
         }
         for (int c = 0; c < natural.length; c++) {
-            String memberId = memberOf.get(natural[c]);
+            String memberId = memberOfConsumer[c];
             MemberAssignment assigned = groupSpec.memberAssignment(memberId);
             Map<Uuid, Set<Integer>> assignment = assigned.partitions();
             GroupMemo.Seen was = before.seen().get(memberId);
             Holding holding = GroupMemo.holding(was, assignment, table);
             seen.put(memberId, was != null && was.holding() == holding ? was : new GroupMemo.Seen(assignment, holding));
-            memberOfConsumer[c] = memberId;
             current[c] = assigned;
             if (holding.size() > 0) {
                 builder.previous(c, holding);
