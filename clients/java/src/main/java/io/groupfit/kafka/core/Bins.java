@@ -245,7 +245,7 @@ final class Bins {
      */
     int fill(int b, Holding holding, int end) {
         int taken = holding.fits(end, limit[b]);
-        int[] kept = Arrays.copyOf(holding.decreasing, Math.max(taken + taken / 4, 4)); // room for later puts
+        int[] kept = Arrays.copyOf(holding.decreasing, taken); // exact: most bins get no later put (hold grows it)
         held[b] = kept;
         heldCount[b] = taken;
         load[b] = holding.sums[taken];
@@ -290,8 +290,9 @@ final class Bins {
         return placeChosen(j, choose(j));
     }
 
+    /** Bin b's partitions: its own array when exactly full (the bins are not used after), else a copy. */
     int[] heldOf(int b) {
-        return Arrays.copyOf(held[b], heldCount[b]);
+        return heldCount[b] == held[b].length ? held[b] : Arrays.copyOf(held[b], heldCount[b]);
     }
 
     /**

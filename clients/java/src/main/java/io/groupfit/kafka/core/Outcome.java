@@ -16,7 +16,7 @@ public final class Outcome {
     private final int[] consumers; // in natural order
     private final int[][] held; // per consumer, in placement order
     private final double[] loads;
-    private final int[] owner; // per partition: index into consumers
+    private final int[] owner; // per partition: index into consumers + 1
     private final int moves;
     private final boolean[] unchanged; // per consumer: it holds exactly what it held before
     private final double rscore;
@@ -70,8 +70,7 @@ public final class Outcome {
         int[] sortedConsumers = new int[order.length];
         int[][] sortedHeld = new int[order.length][];
         double[] loads = new double[order.length];
-        int[] owner = new int[n];
-        Arrays.fill(owner, -1);
+        int[] owner = new int[n]; // the consumer's index + 1: 0 until placed
         int[] before = problem.previousCounts(); // per known consumer: partitions it held before
         int[] moved = new int[16]; // grown as needed: a change of the group moves few partitions
         int moves = 0;
@@ -87,10 +86,10 @@ public final class Outcome {
             double load = 0.0;
             int kept = 0;
             for (int j : mine) {
-                if (owner[j] >= 0) {
+                if (owner[j] != 0) {
                     throw new IllegalStateException("algorithm " + algorithm + " placed a partition twice");
                 }
-                owner[j] = i;
+                owner[j] = i + 1;
                 load += problem.rate[j];
                 int was = problem.previousOwner[j];
                 if (was == c) {
@@ -285,11 +284,11 @@ public final class Outcome {
 
     /** The index (into {@link #consumer}) of partition j's consumer. */
     public int ownerIndex(int j) {
-        return owner[j];
+        return owner[j] - 1;
     }
 
     public String owner(int j) {
-        return consumer(owner[j]);
+        return consumer(owner[j] - 1);
     }
 
     /** Partitions that changed consumer (new partitions do not count). */
