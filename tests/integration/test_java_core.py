@@ -87,6 +87,18 @@ def instance(rng: random.Random) -> dict[str, Any]:
         params = rng.choice(
             [{}, {"w_sla": 2.0}, {"f_up": 0.8, "f_down": 0.3, "rebalance_s": 0.0}, {"plan_rebalance_lag": False}]
         )
+    return case_of(algorithm, params, capacity, partitions, members, previous)
+
+
+def case_of(
+    algorithm: str,
+    params: dict[str, Any],
+    capacity: float,
+    partitions: list[dict[str, Any]],
+    members: list[Any] | None,
+    previous: dict[str, list[dict[str, Any]]],
+) -> dict[str, Any]:
+    """An instance in the driver's form (its request's fields)."""
     return {
         "algorithm": algorithm,
         "params": params,
@@ -194,24 +206,17 @@ def short_zone(rng: random.Random, algorithm: str) -> dict[str, Any]:
     many as each other: hundreds of its partitions stay across zones, and `localize` gives up on zone c in its
     passes (FAILED_LOCALIZES) before reaching some it could bring in."""
     capacity = 100.0
-    partitions = [
+    partitions: list[dict[str, Any]] = [
         {"topic": "t", "partition": p, "rate": round(rng.uniform(0, capacity), 2), "racks": [rng.choice("abc")]}
         for p in range(1500)
     ]
     count = math.ceil(1.25 * math.fsum(p["rate"] for p in partitions) / capacity)
-    members = [{"id": f"m{i:04d}", "capacity": None, "rack": "abbca"[i % 5]} for i in range(count)]
+    members: list[Any] = [{"id": f"m{i:04d}", "capacity": None, "rack": "abbca"[i % 5]} for i in range(count)]
     previous: dict[str, list[dict[str, Any]]] = {}
     for entry in partitions[: rng.randint(0, 1500)]:
         previous.setdefault(rng.choice(members)["id"], []).append({"topic": "t", "partition": entry["partition"]})
     params = {"max_moves": 300} if algorithm == "mwf" and rng.random() < 0.5 else {}
-    return {
-        "algorithm": algorithm,
-        "params": params,
-        "capacity": capacity,
-        "partitions": partitions,
-        "members": members,
-        "previous": previous,
-    }
+    return case_of(algorithm, params, capacity, partitions, members, previous)
 
 
 def test_the_cores_agree_where_a_zone_lacks_capacity(java_build: JavaBuild):
