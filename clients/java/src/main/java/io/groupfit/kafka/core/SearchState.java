@@ -1,10 +1,13 @@
 package io.groupfit.kafka.core;
 
+import java.nio.IntBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.TreeSet;
 
 /**
@@ -29,6 +32,8 @@ final class SearchState {
     private static final double ZONE_FIRST = 1e6;
     /** {@code merge} stops after this many neighbourhoods in a row it could not improve. */
     private static final int FAILED_MERGES = 64;
+    /** {@code localize} stops trying, for the rest of a pass, the partitions of the racks whose last this many failed. */
+    private static final int FAILED_LOCALIZES = 64;
     /** {@code consolidate} stops a pass after this many consumers in a row it could not close (plus 4 per rack). */
     private static final int FAILED_CLOSES = 16;
     /** Consumers re-placed together by {@code improve}, and the branch-and-bound nodes one may take. */
@@ -581,7 +586,8 @@ final class SearchState {
      * Each partition read across zones, largest first, moves into its zone or swaps with a partition there,
      * whichever lowers Z·cross-zone rate + moved rate the most within the budget; where neither does, its consumer
      * and those of its racks with the most room are re-placed exactly. Passes until one keeps nothing or
-     * {@code limit} units of work are spent.
+     * {@code limit} units of work are spent; within a pass, the partitions of racks whose last FAILED_LOCALIZES
+     * failed are not tried (where a zone has no room left, the smaller ones fail alike).
      */
     private void localize(long limit) {
         int kept = 0;
@@ -596,12 +602,21 @@ final class SearchState {
                 }
             }
             int before = kept;
+            // per racks (an IntBuffer compares its contents): partitions in a row left across zones
+            Map<IntBuffer, Integer> failed = new HashMap<>();
             for (int j : byRank(crossing, k)) {
                 if (work >= limit) {
                     break;
                 }
-                if (!local(j, owner[j]) && localizeOne(j, limit)) {
+                IntBuffer racks = IntBuffer.wrap(zones.ofPartition[j]);
+                if (local(j, owner[j]) || failed.getOrDefault(racks, 0) >= FAILED_LOCALIZES) {
+                    continue;
+                }
+                if (localizeOne(j, limit)) {
                     kept++;
+                    failed.put(racks, 0);
+                } else {
+                    failed.merge(racks, 1, Integer::sum);
                 }
             }
             if (kept == before) {
@@ -748,7 +763,7 @@ final class SearchState {
 
     /** The bins holding partitions, each with its partitions in (topic, partition) order, and each one's rack (known
      * or chosen; NO_RACK: none). */
-    Placement placement(java.util.Map<String, Object> outputs) {
+    Placement placement(Map<String, Object> outputs) {
         int bins = 0;
         for (int b = 0; b < count; b++) {
             bins += heldCount[b] > 0 ? 1 : 0;
