@@ -400,8 +400,9 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
     /**
      * The core's assignment, or null when none of the partitions has a stored rate. What the memo kept is used
      * where it was made from the same inputs (the layout and rates, a member's very assignment map, the identities),
-     * so the call costs what changed since the last one; a member whose partitions stay the same gets its current
-     * assignment map back (the coordinator then sees it unchanged at once), the others compact sets.
+     * so the call costs what changed since the last one; a member whose partitions stay the same gets the
+     * coordinator's own assignment object back (the coordinator then sees it unchanged at once), the others compact
+     * sets.
      */
     private Computed compute(GroupMemo memo, GroupSpec groupSpec, SubscribedTopicDescriber describer,
             Map<String, String> identityOf, Map<String, String> memberOf, Set<Uuid> subscribed, Knowledge known,
@@ -482,10 +483,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         return new Computed(outcome, new GroupAssignment(members), topicIds);
     }
 
-    /**
-     * The partitions the coordinator does not let be assigned, numbered across the topics in order. A method of its
-     * own, small enough for the JIT to inline the spec's check into the loop (and drop what that check allocates).
-     */
+    /** The partitions the coordinator does not let be assigned, numbered across the topics in order. */
     private static int[] unassignable(GroupSpec groupSpec, Uuid[] topicIds, int[] counts) {
         int[] unassignable = new int[0];
         int count = 0;
