@@ -787,7 +787,10 @@ impl Neighbourhood {
         self.free_rate = spending
             .max_rate
             .map(|max| (max - spending.rate) / capacity + moved);
-        self.free_moves = spending.max_moves.map(|max| max - spending.moves + inside);
+        // saturating: a cap given as 2^64 or more is i64::MAX here
+        self.free_moves = spending
+            .max_moves
+            .map(|max| (max - spending.moves).saturating_add(inside));
         self.load.clear();
         self.load.resize(k, 0.0);
         self.count.clear();

@@ -241,6 +241,20 @@ def sorted_held(assignment: dict[str, list[list[Any]]]) -> dict[str, list[list[A
     return {c: sorted(held) for c, held in assignment.items()}
 
 
+def test_the_java_core_takes_a_move_budget_beyond_64_bits(java_build: JavaBuild):
+    """max_moves of 2^64 caps nothing, as in the reference: JSON's big integer read, the free moves of the search
+    (two moves inside the neighbourhood it merges) not overflowing."""
+    partitions = [
+        {"topic": "t", "partition": 0, "rate": 1.564449890336129e-33},
+        {"topic": "t", "partition": 1, "rate": 2.2250738585072014e-308, "racks": ["eu-1b", "eu-1a"]},
+    ]
+    previous = {"c0": [], "surplus-01": [{"topic": "t", "partition": 0}], "m2": [{"topic": "t", "partition": 1}]}
+    members: list[Any] = [{"id": "m2", "capacity": None, "rack": "r"}]
+    case = case_of("mwfp", {"max_rscore": 5e-324, "max_moves": 2**64}, 25.0, partitions, members, previous)
+    (answer,) = compare(java_build, [case], every_algorithm=False)
+    assert answer["bins_used"] == 1
+
+
 def compiled_answer(case: dict[str, Any]) -> dict[str, Any]:
     """The compiled core's assignment, Rscore and cross-zone rate for the case (through the service's codec)."""
     members = [{k: v for k, v in m.items() if v is not None} for m in case["members"]]

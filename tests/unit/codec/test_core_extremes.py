@@ -234,6 +234,25 @@ REGRESSIONS: dict[str, dict[str, Any]] = {
         "previous": {"c0": [{"topic": "t", "partition": j} for j in range(3)]},
         "params": {"max_moves": 2**70},
     },
+    "a move budget beyond 64 bits in the zone-aware search (the compiled core's free moves overflowed)": {
+        "algorithm": "mwfp",
+        "capacity": 25.0,
+        "partitions": [
+            {"topic": "t", "partition": 0, "rate": 1.564449890336129e-33},
+            {"topic": "t", "partition": 1, "rate": 2.2250738585072014e-308, "lag": 50.0, "racks": ["eu-1b", "eu-1a"]},
+        ],
+        # the search merges two consumers whose partitions both moved (the gone consumer's and m2's)
+        "previous": {
+            "c0": [],
+            "c01": [],
+            "c10": [],
+            "surplus-01": [{"topic": "t", "partition": 0}],
+            "m2": [{"topic": "t", "partition": 1}],
+        },
+        "members": [{"id": "m2", "rack": "r"}],
+        "params": {"max_rscore": 5e-324, "max_moves": 2**64},
+        "max_consumers": 20,
+    },
     "a moved partition of rate -0.0 (Rscore 0.0, as math.fsum adds it)": {
         "algorithm": "bfd",
         "capacity": 100,

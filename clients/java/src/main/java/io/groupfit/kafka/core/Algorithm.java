@@ -1,5 +1,6 @@
 package io.groupfit.kafka.core;
 
+import java.math.BigInteger;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
@@ -40,10 +41,11 @@ public final class Algorithm {
     private final String name;
     private final Spec spec;
     private final Double maxRscore;
-    private final Long maxMoves;
+    /** As given (a Long, or a BigInteger beyond 2^63: echoed as it came, as the service does). */
+    private final Number maxMoves;
     private final LeastLoaded.Params leastLoaded;
 
-    private Algorithm(String name, Spec spec, Double maxRscore, Long maxMoves, LeastLoaded.Params leastLoaded) {
+    private Algorithm(String name, Spec spec, Double maxRscore, Number maxMoves, LeastLoaded.Params leastLoaded) {
         this.name = name;
         this.spec = spec;
         this.maxRscore = maxRscore;
@@ -72,16 +74,18 @@ public final class Algorithm {
             require(allowed.contains(key), "algorithm '" + name + "' has no parameter '" + key + "'");
         }
         Double maxRscore = null;
-        Long maxMoves = null;
+        Number maxMoves = null;
         LeastLoaded.Params leastLoaded = null;
         if (spec.kind() == Kind.MODIFIED_ANY_FIT) {
             maxRscore = number(given, "max_rscore", null);
             require(maxRscore == null || maxRscore >= 0, "max_rscore must be at least 0");
             Object moves = given.get("max_moves");
             if (moves != null) {
-                require(moves instanceof Integer || moves instanceof Long, "max_moves must be an integer");
-                maxMoves = ((Number) moves).longValue();
-                require(maxMoves >= 0, "max_moves must be at least 0");
+                require(moves instanceof Integer || moves instanceof Long || moves instanceof BigInteger,
+                        "max_moves must be an integer");
+                maxMoves = moves instanceof Integer small ? Long.valueOf(small) : (Number) moves;
+                require(!(maxMoves instanceof BigInteger big ? big.signum() < 0 : maxMoves.longValue() < 0),
+                        "max_moves must be at least 0");
             }
         } else if (spec.kind() == Kind.LEAST_LOADED) {
             leastLoaded = LeastLoaded.Params.of(given);

@@ -1,5 +1,6 @@
 package io.groupfit.kafka.core;
 
+import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -37,10 +38,12 @@ final class ModifiedAnyFit {
         long moves; // (a search refunds the moves it undoes: below 0 where the algorithm charged none)
         long refused;
 
-        Spending(Problem problem, Double maxRscore, Long maxMoves) {
+        Spending(Problem problem, Double maxRscore, Number maxMoves) {
             this.rates = problem.rate;
             this.maxRscore = maxRscore;
-            this.maxMoves = maxMoves;
+            // a cap of 2^63 or more caps nothing a group can move: the largest long, as in the compiled core
+            this.maxMoves = maxMoves == null ? null
+                    : maxMoves instanceof BigInteger big && big.bitLength() > 63 ? Long.MAX_VALUE : maxMoves.longValue();
             this.maxRate = maxRscore == null ? Double.NaN : maxRscore * problem.capacity * (1 + 1e-12);
         }
 
@@ -74,7 +77,7 @@ final class ModifiedAnyFit {
         return count + more <= array.length ? array : Arrays.copyOf(array, Math.max(2 * array.length, count + more));
     }
 
-    static Placement place(Problem problem, Bins.Rule rule, boolean cumulative, Double maxRscore, Long maxMoves) {
+    static Placement place(Problem problem, Bins.Rule rule, boolean cumulative, Double maxRscore, Number maxMoves) {
         double[] rates = problem.rate;
         int known = problem.consumers.known();
         Spending spending = new Spending(problem, maxRscore, maxMoves);

@@ -161,6 +161,11 @@ final class SearchState {
 
     // -- the state -----------------------------------------------------------------------------------------------
 
+    /** a + b, or the largest long where that overflows (both at least 0). */
+    private static long saturatedSum(long a, long b) {
+        return a > Long.MAX_VALUE - b ? Long.MAX_VALUE : a + b;
+    }
+
     /** A consumer the pool opened, as an empty bin. */
     private int add(int c) {
         int b = count++;
@@ -904,7 +909,8 @@ final class SearchState {
             total = suffix[0];
             freeRate = spending.maxRscore == null ? Double.NaN : (spending.maxRate - spending.rate) / capacity + moved;
             capsMoves = spending.maxMoves != null;
-            freeMoves = capsMoves ? spending.maxMoves - spending.moves + inside : 0;
+            // saturating: a cap given as 2^63 or more is Long.MAX_VALUE here
+            freeMoves = capsMoves ? saturatedSum(spending.maxMoves - spending.moves, inside) : 0;
             slotLoad = new double[k];
             slotCount = new int[k];
             chosen = new int[n];
