@@ -109,21 +109,23 @@ public final class Problem {
         return capacity;
     }
 
+    // partition j's fields: the partitions' own (the arrays above are theirs, for the algorithms' loops)
+
     public double rate(int j) {
-        return rate[j];
+        return partitions.rate(j);
     }
 
     public String topic(int j) {
-        return topicNames[topic[j]];
+        return partitions.topic(j);
     }
 
     /** The index of partition j's topic, as {@link Builder#topic} gave it. */
     public int topicIndex(int j) {
-        return topic[j];
+        return partitions.topicIndex(j);
     }
 
     public int partition(int j) {
-        return partition[j];
+        return partitions.partition(j);
     }
 
     /** The previous owner of partition j, or null for a new partition. */
