@@ -1,6 +1,7 @@
 """Time the consumer leader's call to groupfit adds to a rebalance: the assignor's assign() for a group of
-1 000 partitions and 20 members, against a live service (p50/p99 over 50 rebalances; rates read from the
-service or given by a callable), and the local fallback's time when the service is down (connection
+1 000 partitions and 20 members, against a live service (p50/p99 over 50 rebalances; the group's stored rates,
+which the service takes for the partitions sent without one, or rates given by a callable), and the local
+fallback's time when the service is down (connection
 refused) or hung (accepts, never answers: the deadline).
 
     .venv/bin/python bench/rebalance.py [--url http://127.0.0.1:8000] [--core native|python] [--gc-freeze]

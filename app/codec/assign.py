@@ -14,6 +14,7 @@ from app.codec.wire import (
     PartitionRate,
     PartitionRef,
     Rack,
+    RequestPartition,
     keys_of,
     partition_ref,
     partition_refs,
@@ -46,7 +47,13 @@ class AssignRequest(Struct, forbid_unknown_fields=True, kw_only=True):
     algorithm: Annotated[
         str, Meta(description="a name from GET /v1/algorithms", examples=["mwf", "bfd", "least-loaded"])
     ]
-    partitions: list[PartitionRate] | None = None
+    partitions: Annotated[
+        list[RequestPartition] | None,
+        Meta(
+            description="the group's partitions; a partition without 'rate' takes the group's stored one (PUT "
+            "/v1/groups/{group}/rates); none at all: the stored rates' partitions"
+        ),
+    ] = None
     capacity: Annotated[float | None, Meta(description="most rate one consumer may be given (C)")] = None
     consumer_throughput: Annotated[
         float | None, Meta(description="real consumer throughput C̄; C = C̄·(iteration_s − rebalance_s)/iteration_s")

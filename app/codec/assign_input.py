@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 import msgspec
+from msgspec import UNSET
 from pydantic import BaseModel
 
 from app.codec.assign import (
@@ -31,7 +32,7 @@ from app.codec.assign import (
     problem_of,
 )
 from app.codec.groups import HISTORY_MOVES, RatesDocument
-from app.codec.wire import INLINE_BYTES, PartitionRate, decode, encode, keys_of, wired
+from app.codec.wire import INLINE_BYTES, PartitionRate, RequestPartition, decode, encode, keys_of, wired
 from app.core import native
 from app.core.algorithm import Algorithm, algorithms, get_algorithm
 from app.core.assign import Outcome, record, solve
@@ -145,7 +146,8 @@ class AssignInput(Protocol):
 
     @property
     def needs_rates(self) -> bool:
-        """Whether it names no partitions: its group's stored rates stand for them."""
+        """Whether it names no partitions (its group's stored rates stand for them), or names some without a rate
+        (each takes its stored one)."""
         ...
 
     def completed(
@@ -157,7 +159,7 @@ class AssignInput(Protocol):
     ) -> Computation:
         """With what its group has stored (None: nothing, or no group), as stored (JSON): the previous assignment
         where the request gives none, the capacity where it gives none, the rates document (PUT .../rates) where
-        it names no partitions, and the racks of the previous consumers where it gives none. What is larger than
+        it names no partitions or leaves a partition's rate out, and the racks of the previous consumers where it gives none. What is larger than
         INLINE_BYTES is decoded where it is computed."""
         ...
 
@@ -235,7 +237,11 @@ def answer(body: bytes, limits: Limits, delta: DeltaForm = "sparse") -> bytes:
     """What `groupfit assign` prints: the answer to a request that describes everything (nothing is stored)."""
     decoded = decode_assign(body, limits, delta)
     if decoded.needs_rates:
-        raise AssignmentError(ErrorCode.INVALID_REQUEST, "give 'partitions': a list of {topic, partition, rate, lag}.")
+        raise AssignmentError(
+            ErrorCode.INVALID_REQUEST,
+            "give 'partitions' with their rates: a list of {topic, partition, rate, lag} (no group's rates are "
+            "stored here to take them from).",
+        )
     return decoded.completed(None, None, None).compute(limits).answer
 
 
@@ -251,7 +257,10 @@ class CompiledInput:
     delta: bool
     """Whether the answer carries the (sparse) delta."""
     fingerprint = ""  # a request with an Idempotency-Key is read the reference's way
-    needs_rates = False  # the compiled reader takes only a request that lists its partitions
+
+    @property
+    def needs_rates(self) -> bool:
+        return self.bulk.needs_rates
 
     def completed(
         self,
@@ -261,13 +270,25 @@ class CompiledInput:
         racks: StoredRacks | None = None,
     ) -> Computation:
         bulk = self.bulk
+        own_capacity = capacity_of(self.request, capacity)  # checked first, as the reference checks it
         if (
-            previous is not None and not bulk.has_previous and not bulk.set_previous(stored_assignment(previous))
-        ) or not self._racks(racks):
+            (bulk.needs_rates and not self._rates(rates))
+            or (previous is not None and not bulk.has_previous and not bulk.set_previous(stored_assignment(previous)))
+            or not self._racks(racks)
+        ):
             if len(self.body) > INLINE_BYTES:  # read again where it is computed
                 return DeferredComputation(b"", previous, capacity, rates, self.body, self.delta, racks)
             return _read_again(self.body, self.delta).completed(previous, capacity, rates, racks)
-        return CompiledComputation(self.request, bulk, capacity_of(self.request, capacity), self.delta)
+        return CompiledComputation(self.request, bulk, own_capacity, self.delta)
+
+    def _rates(self, stored: bytes | None) -> bool:
+        """The group's stored rates onto the partitions given without one, as `rated` takes them; False where the
+        reference must read them."""
+        filled = self.bulk.fill_rates(_stored_rates_of(self.request, stored))
+        if filled is None:
+            return False
+        _check_taken(self.request.group, self.bulk.size, *filled)
+        return True
 
     def _racks(self, stored: StoredRacks | None) -> bool:
         """Without members, the previous consumers' racks onto the arrays: the request's `previous_racks`, else
@@ -351,7 +372,8 @@ class ReferenceInput(msgspec.Struct, frozen=True):
 
     @property
     def needs_rates(self) -> bool:
-        return self.request.partitions is None
+        partitions = self.request.partitions
+        return partitions is None or any(p.rate is UNSET for p in partitions)
 
     def completed(
         self,
@@ -362,13 +384,10 @@ class ReferenceInput(msgspec.Struct, frozen=True):
     ) -> Computation:
         request = self.request
         capacity = capacity_of(request, capacity)
-        partitions: list[PartitionRate] = []
-        if request.partitions is not None:
-            partitions, rates = list(request.partitions), None
-        else:
-            rates = _stored_rates_of(request, rates)
-            if len(rates) <= INLINE_BYTES:
-                partitions, rates = stored_rates(rates).partitions, None
+        rates = _stored_rates_of(request, rates) if self.needs_rates else None
+        stored: list[PartitionRate] | None = None
+        if rates is not None and len(rates) <= INLINE_BYTES:
+            stored, rates = stored_rates(rates).partitions, None
         given = previous_of(request)
         if given is not None:
             previous = None
@@ -377,24 +396,68 @@ class ReferenceInput(msgspec.Struct, frozen=True):
         # the partitions and previous assignment travel once, beside the request
         lean = msgspec.structs.replace(request, partitions=None, previous=None)
         return ReferenceComputation(
-            lean, partitions, given or {}, capacity, self.delta, previous or b"", rates or b"", racks or {}
+            lean,
+            request.partitions,
+            stored,
+            given or {},
+            capacity,
+            self.delta,
+            previous or b"",
+            rates or b"",
+            racks or {},
         )
 
 
 def _stored_rates_of(request: AssignRequest, rates: bytes | None) -> bytes:
-    """The group's stored rates, for a request that names no partitions."""
+    """The group's stored rates, for a request that names no partitions or leaves a rate out."""
     group = request.group
     if not group:
         raise AssignmentError(
             ErrorCode.INVALID_REQUEST,
-            "give 'partitions', or a 'group' whose rates were stored with PUT /v1/groups/{group}/rates.",
+            "give 'partitions' with their rates, or a 'group' whose rates were stored with "
+            "PUT /v1/groups/{group}/rates.",
         )
     if rates is None:
         raise AssignmentError(
             ErrorCode.NO_RATES,
-            f"group {group!r} has no stored rates; send 'partitions' or PUT /v1/groups/{group}/rates first.",
+            f"group {group!r} has no stored rates; send 'partitions' with their rates or PUT "
+            f"/v1/groups/{group}/rates first.",
         )
     return rates
+
+
+def rated(
+    group: str | None, partitions: Sequence[RequestPartition] | None, stored: Sequence[PartitionRate] | None
+) -> list[PartitionRate]:
+    """Each partition with its rate: the request's (none: the group's `stored` ones stand for them), a rate left out
+    taken from `stored` with its lag unless one is given, 0 for one not stored (see `_check_taken`)."""
+    if partitions is None:
+        return list(stored or ())
+    by_key = {} if stored is None else {(p.topic, p.partition): p for p in stored}
+    result, taken, missing = [], 0, 0
+    for p in partitions:
+        rate, lag = p.rate, p.lag
+        if rate is UNSET:
+            missing += 1
+            found = by_key.get((p.topic, p.partition))
+            rate = 0.0 if found is None else found.rate
+            if found is not None:
+                taken += 1
+                lag = found.lag if lag is None else lag
+        result.append(PartitionRate(p.topic, p.partition, rate, lag, p.racks))
+    _check_taken(group, len(partitions), missing, taken)
+    return result
+
+
+def _check_taken(group: str | None, size: int, missing: int, taken: int) -> None:
+    """NO_RATES where every rate was left out and none is stored: a group of zero rates would go to one consumer,
+    which no one asking means."""
+    if taken == 0 and missing == size > 0:
+        raise AssignmentError(
+            ErrorCode.NO_RATES,
+            f"group {group!r} has no stored rate for any partition given without one; give their rates or PUT "
+            f"/v1/groups/{group}/rates first.",
+        )
 
 
 class DeferredComputation(msgspec.Struct, array_like=True, tag=True):
@@ -426,7 +489,10 @@ class ReferenceComputation(msgspec.Struct, array_like=True, tag=True):
     """Everything the reference's computation needs: what a compute worker is sent, as MessagePack."""
 
     request: AssignRequest
-    partitions: list[PartitionRate]
+    partitions: list[RequestPartition] | None
+    """As the request gives them (None: the group's stored rates stand for them)."""
+    stored: list[PartitionRate] | None
+    """The group's stored rates where the request needs them and they are at most INLINE_BYTES (decoded)."""
     previous: dict[str, list[tuple[str, int]]]
     capacity: float
     delta: DeltaForm = "sparse"
@@ -440,7 +506,11 @@ class ReferenceComputation(msgspec.Struct, array_like=True, tag=True):
     def inline(self, limits: Limits) -> bool:
         if self.stored_previous or self.stored_rates:
             return False
-        size = len(self.partitions) + len(self.request.members or ()) + sum(map(len, self.previous.values()))
+        size = (
+            len(self.partitions or self.stored or ())
+            + len(self.request.members or ())
+            + sum(map(len, self.previous.values()))
+        )
         cheap = self.request.assignment is not None or get_algorithm(self.request.algorithm).cheap  # given: O(n)
         return cheap and size <= limits.inline_partitions
 
@@ -448,7 +518,8 @@ class ReferenceComputation(msgspec.Struct, array_like=True, tag=True):
         return self
 
     def compute(self, limits: Limits) -> Computed:
-        partitions = stored_rates(self.stored_rates).partitions if self.stored_rates else self.partitions
+        stored = stored_rates(self.stored_rates).partitions if self.stored_rates else self.stored
+        partitions = rated(self.request.group, self.partitions, stored)
         previous = stored_assignment(self.stored_previous) if self.stored_previous else self.previous
         outcome, answer, seconds = reference_answer(
             self.request, partitions, previous, self.capacity, self.delta, limits, self.stored_racks

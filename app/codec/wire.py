@@ -36,22 +36,44 @@ class PartitionRef(Struct, forbid_unknown_fields=True, gc=False):
     partition: PartitionNumber
 
 
+Lag = Annotated[float | None, Meta(description="records or bytes behind, as the caller counts")]
+PartitionRacks = Annotated[
+    list[Rack],
+    Meta(
+        max_length=MAX_PARTITION_RACKS,
+        description="the racks a consumer reads it from without crossing zones: the leader's, or every "
+        "replica's where the brokers serve fetch-from-follower (KIP-392); a rack listed twice counts once",
+    ),
+]
+
+
 class PartitionRate(Struct, forbid_unknown_fields=True, gc=False):
     topic: Topic
     partition: PartitionNumber
     rate: Annotated[float, Meta(description="observed rate, e.g. bytes/s; same unit as capacity")]
-    lag: Annotated[float | None, Meta(description="records or bytes behind, as the caller counts")] = None
-    racks: (
+    lag: Lag = None
+    racks: PartitionRacks | UnsetType = UNSET
+
+
+class RequestPartition(Struct, forbid_unknown_fields=True, gc=False):
+    """A partition of an assignment request: a PartitionRate whose rate may be left out for its group's stored one
+    (so a consumer leader lists what its group reads and sends no rates: one round trip)."""
+
+    topic: Topic
+    partition: PartitionNumber
+    rate: (
         Annotated[
-            list[Rack],
+            float,
             Meta(
-                max_length=MAX_PARTITION_RACKS,
-                description="the racks a consumer reads it from without crossing zones: the leader's, or every "
-                "replica's where the brokers serve fetch-from-follower (KIP-392); a rack listed twice counts once",
+                description="observed rate, e.g. bytes/s; same unit as capacity. Left out: the rate stored for the "
+                "group (PUT /v1/groups/{group}/rates), with its stored lag unless 'lag' is given; 0 if none is "
+                "stored for this partition"
             ),
         ]
         | UnsetType
     ) = UNSET
+    lag: Lag = None
+    racks: PartitionRacks | UnsetType = UNSET
 
 
 def partition_ref(key: PartitionKey) -> PartitionRef:
@@ -64,7 +86,7 @@ def partition_refs(keys: Iterable[PartitionKey]) -> list[PartitionRef]:
     return list(starmap(PartitionRef, keys))
 
 
-def keys_of(refs: Iterable[PartitionRef | PartitionRate]) -> list[PartitionKey]:
+def keys_of(refs: Iterable[PartitionRef | PartitionRate | RequestPartition]) -> list[PartitionKey]:
     return [(ref.topic, ref.partition) for ref in refs]
 
 

@@ -69,8 +69,11 @@ class AssignService:
             replay = await store.get_replay(group, idempotency_key)
             if replay is not None:
                 return _replayed(replay, decoded.fingerprint)
-        stored = await store.get(group) if group else None
-        rates = await store.get_rates_json(group) if group and decoded.needs_rates else None
+        stored, rates = None, None
+        if group and decoded.needs_rates:
+            stored, rates = await store.get_with_rates(group)
+        elif group:
+            stored = await store.get(group)
         computation = decoded.completed(
             stored.assignment_json if stored else None,
             stored.capacity if stored else None,

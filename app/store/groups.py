@@ -365,17 +365,16 @@ class GroupStore:
     async def get(self, group: str) -> StoredGroup | None:
         async with unavailable_as_503():
             fields = await self.client.hgetall(self._key(group, "state"))
-        if not fields:
-            return None
-        return StoredGroup(
-            version=int(fields[b"version"]),
-            algorithm=fields[b"algorithm"].decode(),
-            capacity=float(fields[b"capacity"]),
-            assignment_json=fields[b"assignment"],
-            updated_at=fields[b"updated_at"].decode(),
-            racks=msgspec.json.decode(fields[b"racks"]) if b"racks" in fields else None,
-            loads_json=fields.get(b"loads"),
-        )
+        return _stored_group(fields)
+
+    async def get_with_rates(self, group: str) -> tuple[StoredGroup | None, bytes | None]:
+        """`get` and `get_rates_json` in one round trip (an assignment that takes the group's stored rates)."""
+        async with unavailable_as_503():
+            pipe = self.client.pipeline(transaction=False)
+            pipe.hgetall(self._key(group, "state"))
+            pipe.get(self._key(group, "rates"))
+            fields, rates = await pipe.execute()
+        return _stored_group(fields), rates
 
     async def capacity(self, group: str) -> float | None:
         """The capacity of the group's stored assignment (without reading the assignment)."""
@@ -585,6 +584,21 @@ class GroupStore:
         if not fields:
             return None
         return Replay(key, fields[b"fingerprint"].decode(), fields[b"answer"], int(fields[b"version"]))
+
+
+def _stored_group(fields: dict[bytes, bytes]) -> StoredGroup | None:
+    """A group's state hash as read (empty: no version stored)."""
+    if not fields:
+        return None
+    return StoredGroup(
+        version=int(fields[b"version"]),
+        algorithm=fields[b"algorithm"].decode(),
+        capacity=float(fields[b"capacity"]),
+        assignment_json=fields[b"assignment"],
+        updated_at=fields[b"updated_at"].decode(),
+        racks=msgspec.json.decode(fields[b"racks"]) if b"racks" in fields else None,
+        loads_json=fields.get(b"loads"),
+    )
 
 
 def _glob_escape(text: str) -> str:

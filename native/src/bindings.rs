@@ -123,6 +123,20 @@ impl Bulk {
             .is_some())
     }
 
+    /// Whether partitions were given without a rate (`fill_rates` takes their group's stored ones).
+    #[getter]
+    fn needs_rates(&self) -> PyResult<bool> {
+        Ok(!self.input()?.unrated.is_empty())
+    }
+
+    /// The group's stored rates (the JSON of `PUT …/rates` as stored) onto the partitions given without a rate:
+    /// (how many were, how many took a stored rate); None when this core cannot take them (then the reference
+    /// must read them).
+    fn fill_rates(&mut self, py: Python<'_>, stored: &[u8]) -> PyResult<Option<(usize, usize)>> {
+        let input = self.input.as_mut().ok_or_else(spent)?;
+        detached(py, || request::fill_rates(input, stored))
+    }
+
     /// Take a previous assignment (a group's stored one: consumer → list of (topic, partition)); False when
     /// this core cannot take it (then the reference must solve).
     fn set_previous(&mut self, previous: &Bound<'_, PyDict>) -> PyResult<bool> {

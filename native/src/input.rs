@@ -53,6 +53,21 @@ pub struct Input {
     rack_starts: Vec<u32>,
     rack_ids: Vec<u32>,
     pub consumer_racks: Vec<(u32, u32)>,
+    /// Partitions given without a rate (rate 0 until `take_rates`).
+    pub unrated: Vec<u32>,
+}
+
+/// math.fsum of the rates, where the rates and lags add up finite one by one (as the algorithms add loads) and
+/// exactly, as app.core.model.check_sums requires; else None.
+fn checked_sum(rates: &[f64], lags: &[Option<f64>]) -> Option<f64> {
+    let rate_sum = problem::fsum(rates.iter().copied());
+    let added = |values: &mut dyn Iterator<Item = f64>| values.fold(0.0, |s, v| s + v);
+    let lags_present = || lags.iter().flatten().copied();
+    (rate_sum.is_finite()
+        && added(&mut rates.iter().copied()).is_finite()
+        && problem::fsum(lags_present()).is_finite()
+        && added(&mut lags_present()).is_finite())
+    .then_some(rate_sum)
 }
 
 /// (topic, partition) → partition index: a table per topic whose partition numbers are dense (Kafka numbers
@@ -150,17 +165,7 @@ impl Input {
         if rates.len() != keys.len() || lags.len() != keys.len() {
             return None;
         }
-        let rate_sum = problem::fsum(rates.iter().copied());
-        let added = |values: &mut dyn Iterator<Item = f64>| values.fold(0.0, |s, v| s + v);
-        let lags_present = || lags.iter().flatten().copied();
-        // finite added one by one (as the algorithms add loads) and exactly, as app.core.model.check_sums
-        if !(rate_sum.is_finite()
-            && added(&mut rates.iter().copied()).is_finite()
-            && problem::fsum(lags_present()).is_finite()
-            && added(&mut lags_present()).is_finite())
-        {
-            return None;
-        }
+        let rate_sum = checked_sum(&rates, &lags)?;
         let index = Index::new(&keys, topics.len())?;
         let key_rank = index.ranks(&topics, keys.len());
         Some(Input {
@@ -179,7 +184,34 @@ impl Input {
             rack_starts: vec![],
             rack_ids: vec![],
             consumer_racks: vec![],
+            unrated: vec![],
         })
+    }
+
+    /// The stored rates ((topic, partition), rate, lag) onto the partitions given without a rate (`unrated`): each
+    /// takes its stored rate, and its stored lag unless it gave one; the others keep rate 0. Some((left out,
+    /// taken)); None where a sum overflows (the reference says which).
+    pub fn take_rates(
+        &mut self,
+        stored: impl IntoIterator<Item = ((u32, i64), f64, Option<f64>)>,
+    ) -> Option<(usize, usize)> {
+        let mut waiting = vec![false; self.keys.len()];
+        for &j in &self.unrated {
+            waiting[j as usize] = true;
+        }
+        let mut taken = 0;
+        for (key, rate, lag) in stored {
+            if let Some(j) = self.index.get(key) {
+                if std::mem::take(&mut waiting[j as usize]) {
+                    self.rates[j as usize] = rate;
+                    let given = &mut self.lags[j as usize];
+                    *given = given.or(lag);
+                    taken += 1;
+                }
+            }
+        }
+        self.rate_sum = checked_sum(&self.rates, &self.lags)?;
+        Some((std::mem::take(&mut self.unrated).len(), taken))
     }
 
     /// (math.fsum of the rates, sum of lags (none as 0), sum of the lags planned for a rebalance of

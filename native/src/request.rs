@@ -23,13 +23,14 @@ pub fn sized(s: &str) -> bool {
 /// A partition number msgspec's `Meta(ge=0, le=2**31 - 1)` accepts.
 const MAX_PARTITION: u64 = (1 << 31) - 1;
 
-/// `{"topic": …, "partition": …}` plus, for a partition of the request, `"rate"`, `"lag"` and `"racks"` (pushed
-/// onto `racks`): each key at most once, no other key, topic, partition (and rate) required.
+/// `{"topic": …, "partition": …}` plus, for a partition of the request or of stored rates, `"rate"` (None: left
+/// out), `"lag"` and `"racks"` (pushed onto `racks`): each key at most once, no other key, topic and partition
+/// required.
 fn partition_object<'a>(
     r: &mut Reader<'a>,
     rated: bool,
     racks: &mut Vec<Str<'a>>,
-) -> Option<(Str<'a>, u64, f64, Option<f64>)> {
+) -> Option<(Str<'a>, u64, Option<f64>, Option<f64>)> {
     r.eat(b'{')?;
     let (mut topic, mut partition, mut rate, mut lag) = (None, None, None, None);
     let mut listed = false;
@@ -57,7 +58,6 @@ fn partition_object<'a>(
             _ => return None, // unknown, or given twice
         }
     }
-    let rate = if rated { rate? } else { 0.0 };
     Some((topic?, partition?, rate, lag.flatten()))
 }
 
@@ -97,7 +97,7 @@ pub fn parse(body: &[u8]) -> Option<(Vec<u8>, Input)> {
     let mut rest = vec![b'{'];
     let mut fields = Keys::default();
     let mut topics = Interner::default();
-    let (mut keys, mut rates, mut lags) = (vec![], vec![], vec![]);
+    let (mut keys, mut rates, mut lags, mut unrated) = (vec![], vec![], vec![], vec![]);
     // each partition's racks: rack_list[rack_ends[j]..rack_ends[j + 1]]
     let (mut rack_list, mut rack_ends) = (vec![], vec![0usize]);
     let mut partitions = false;
@@ -123,11 +123,15 @@ pub fn parse(body: &[u8]) -> Option<(Vec<u8>, Input)> {
                         let (topic, partition, rate, lag) =
                             partition_object(&mut r, true, &mut rack_list)?;
                         rack_ends.push(rack_list.len());
-                        if !(validate::number(rate) && lag.is_none_or(validate::number)) {
+                        if !(rate.is_none_or(validate::number) && lag.is_none_or(validate::number))
+                        {
                             return None;
                         }
+                        if rate.is_none() {
+                            unrated.push(keys.len() as u32);
+                        }
                         keys.push((topics.intern(&topic, sized)?, partition as i64));
-                        rates.push(rate);
+                        rates.push(rate.unwrap_or(0.0));
                         lags.push(lag);
                     }
                 }
@@ -192,6 +196,7 @@ pub fn parse(body: &[u8]) -> Option<(Vec<u8>, Input)> {
         }
     }
     let mut input = Input::new(topics, keys, rates, lags)?;
+    input.unrated = unrated;
     if let Some((consumers, _)) = &previous {
         let consumers = consumers
             .iter()
@@ -219,4 +224,36 @@ pub fn parse(body: &[u8]) -> Option<(Vec<u8>, Input)> {
         input.set_consumer_racks(racks)?;
     }
     Some((rest, input))
+}
+
+/// A group's stored rates (`PUT …/rates` as the store keeps it: `{"partitions": [...], …}`) onto the partitions
+/// the request gave without a rate (`Input::take_rates`): Some((left out, taken)); None where this reader does
+/// not take the document (the reference reads it).
+pub fn fill_rates(input: &mut Input, stored: &[u8]) -> Option<(usize, usize)> {
+    let mut r = Reader::new(stored);
+    r.eat(b'{')?;
+    let mut found = vec![];
+    let mut racks = vec![];
+    let mut first = true;
+    while r.more(b'}', first)? {
+        first = false;
+        let field = r.string()?;
+        r.eat(b':')?;
+        if field != "partitions" {
+            r.skip(0)?;
+            continue;
+        }
+        r.eat(b'[')?;
+        let mut first = true;
+        while r.more(b']', first)? {
+            first = false;
+            let (topic, partition, rate, lag) = partition_object(&mut r, true, &mut racks)?;
+            racks.clear(); // a request's racks are its own
+            if let Some(t) = input.topics.get(&topic) {
+                let rate = rate.filter(|&v| validate::number(v))?;
+                found.push(((t, partition as i64), rate, lag));
+            }
+        }
+    }
+    input.take_rates(found)
 }

@@ -243,6 +243,34 @@ async def test_rates_round_trip_and_assign_from_stored_rates(client, group):
     assert (await client.get(f"/v1/groups/{group}/rates")).json()["partitions"] == rates["partitions"]
 
 
+@pytest.mark.parametrize("core", ["auto", "python"])
+async def test_partitions_without_a_rate_take_the_stored_ones(redis_backend, group, core):
+    """A consumer leader's one round trip: it lists the partitions its group reads, without rates; each takes its
+    stored rate and lag, a partition not measured 0; the answer and stored version are those of the same request
+    with the rates written in."""
+    app = create_app(Settings(redis_url=redis_backend.url, core=core))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as http:
+        listed = [{"topic": "t", "partition": p} for p in range(4)]
+        body = {"algorithm": "mwf", "capacity": 100, "group": group, "members": ["a", "b"], "partitions": listed}
+        before = await http.post("/v1/assign", json=body)
+        assert before.status_code == 422 and error_code(before) == "no_rates"
+        stored = [{"topic": "t", "partition": p, "rate": 30.0 + 10 * p, "lag": 7.0} for p in range(3)]
+        await http.put(f"/v1/groups/{group}/rates", json={"partitions": stored, "window_end": "2026-11-22T10:00:00Z"})
+        answer = await http.post("/v1/assign", json=body)
+        written = [*stored, {"topic": "t", "partition": 3, "rate": 0.0}]
+        twin = await http.post("/v1/assign", json={**body, "group": f"{group}-twin", "partitions": written})
+        assert answer.status_code == twin.status_code == 200
+        mine, theirs = answer.json(), twin.json()
+        assert {k: v for k, v in mine.items() if k != "group"} == {k: v for k, v in theirs.items() if k != "group"}
+        assert sum(c["load"] for c in mine["consumers"]) == pytest.approx(30 + 40 + 50)
+        unknown = await http.post("/v1/assign", json={**body, "partitions": [{"topic": "u", "partition": 0}]})
+        assert unknown.status_code == 422 and error_code(unknown) == "no_rates"
+        assert (await http.get(f"/v1/groups/{group}")).json()["version"] == 1  # the refusal stored nothing
+        stateless = await http.post("/v1/assign", json={**body, "group": None})
+        assert stateless.status_code == 422 and error_code(stateless) == "invalid_request"
+    await app.state.services.store.close()
+
+
 async def test_a_version_keeps_each_consumers_load_as_its_answer_gave_it(redis_backend, group):
     """With the rates in the request (nothing else keeps them), GET /v1/groups/{g} gives each consumer's load from
     the answer that stored the version: the same whichever core computed it; the next version replaces them."""

@@ -193,14 +193,18 @@ def test_an_answer_the_group_cannot_use_is_refused():
     """The leader reads the assignment alone: it must give every partition asked for, once, to members only."""
     from groupfit_client.assignor import UnusableAnswer, _held, _Ref
 
-    partitions = [TopicPartition("t", p) for p in range(3)]
+    partitions = {"t": [0, 1, 2]}
     good = {"a": [_Ref("t", 0), _Ref("t", 2)], "b": [_Ref("t", 1)]}
     assert _held(good, ["a", "b", "c"], partitions) == {"a": {"t": [0, 2]}, "b": {"t": [1]}, "c": {}}
+    # a member's partitions of one topic apart from each other in its list are all kept
+    mixed = {"a": [_Ref("t", 0), _Ref("u", 0), _Ref("t", 2)], "b": [_Ref("t", 1)]}
+    assert _held(mixed, ["a", "b"], {"t": [0, 1, 2], "u": [0]}) == {"a": {"t": [0, 2], "u": [0]}, "b": {"t": [1]}}
     for answer in (
         {**good, "x": []},  # a non-member
         {"a": [_Ref("t", 0)], "b": [_Ref("t", 1)]},  # t/2 missing
         {**good, "c": [_Ref("t", 0)]},  # t/0 twice
         {"a": [_Ref("t", 0), _Ref("t", 2)], "b": [_Ref("u", 1)]},  # u/1 not asked for, t/1 missing
+        {**good, "b": [_Ref("t", 1), _Ref("u", 1)]},  # u/1 not asked for
     ):
         with pytest.raises(UnusableAnswer):
             _held(answer, ["a", "b", "c"], partitions)

@@ -167,8 +167,8 @@ def assign(
     timeout: float | None = None,
 ) -> Call[Assignment]:
     """POST /v1/assign: an assignment for `request`, an AssignRequest document (its `partitions` and
-    `previous` may hold PartitionRate and TopicPartition values; `partitions` may also be a msgspec.Raw of their
-    JSON). `delta`: the delta's form — "dense" adds its matrix, "none" leaves it out (the answer's `delta` is then
+    `previous` may hold PartitionRate and TopicPartition values — a partition given as a TopicPartition takes its
+    group's stored rate and lag; `partitions` may also be a msgspec.Raw of their JSON). `delta`: the delta's form — "dense" adds its matrix, "none" leaves it out (the answer's `delta` is then
     None; the moves tell the rebalance). `dense=True` is the former spelling of `delta="dense"` (deprecated). With a
     `group` (and not a dry run) the answer is stored as the group's next version, so the call is retried only with
     an `idempotency_key` (assign_idempotent makes one)."""

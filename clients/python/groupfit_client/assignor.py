@@ -40,7 +40,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from itertools import groupby
+from operator import attrgetter
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 import httpx
 import msgspec
@@ -52,7 +54,6 @@ from aiokafka.coordinator.protocol import (
 
 from groupfit_client import _core
 from groupfit_client.client import GroupfitClient
-from groupfit_client.errors import GroupfitError
 from groupfit_client.results import ScaleSignal, TopicPartition
 
 log = logging.getLogger("groupfit.assignor")
@@ -61,6 +62,17 @@ RatesFn = Callable[[list[TopicPartition]], Mapping[TopicPartition, float]]
 T = TypeVar("T")
 Held = dict[str, dict[str, list[int]]]
 """identity → topic → its partitions: what the group protocol's assignment is made of."""
+
+
+class Subscribed(NamedTuple):
+    """The partitions the group subscribes to, as the leader's request needs them."""
+
+    numbers: dict[str, list[int]]
+    """topic → its partition numbers, ascending"""
+    partitions: list[TopicPartition]
+    """in (topic, partition) order"""
+    listed: bytes
+    """their JSON without rates: the service takes the group's stored ones"""
 
 
 class UnusableAnswer(Exception):
@@ -147,7 +159,7 @@ def groupfit_assignor(
         generation: ClassVar[int] = -1
         last_source: ClassVar[str] = ""  # "service" or "fallback": how this member, as leader, last assigned
         reassignment: ClassVar[Reassigner] = reassigner
-        partitions: ClassVar[tuple[dict[str, list[int]], list[TopicPartition]]] = ({}, [])
+        subscribed: ClassVar[Subscribed] = Subscribed({}, [], b"[]")
 
         @classmethod
         def metadata(cls, topics: Iterable[str]) -> ConsumerProtocolMemberMetadata:
@@ -159,12 +171,13 @@ def groupfit_assignor(
             return ConsumerProtocolMemberMetadata(cls.version, sorted(topics), json.dumps(user_data).encode())
 
         @classmethod
-        def partitions_of(cls, numbers: dict[str, list[int]]) -> list[TopicPartition]:
-            """The subscribed partitions in (topic, partition) order: the last rebalance's list while the topics
-            and their partitions are the same (no 10^3 new objects, nor the collector's passes they bring)."""
-            if cls.partitions[0] != numbers:
-                cls.partitions = (numbers, [TopicPartition(t, p) for t, ps in numbers.items() for p in ps])
-            return cls.partitions[1]
+        def subscribed_of(cls, numbers: dict[str, list[int]]) -> Subscribed:
+            """The last rebalance's while the topics and their partitions are the same (no 10^3 new objects, nor
+            the collector's passes they bring)."""
+            if cls.subscribed.numbers != numbers:
+                listed = [TopicPartition(t, p) for t, ps in numbers.items() for p in ps]
+                cls.subscribed = Subscribed(numbers, listed, _PARTITIONS.encode([_Ref(t, p) for t, p in listed]))
+            return cls.subscribed
 
         @classmethod
         def on_assignment(cls, assignment: ConsumerProtocolMemberAssignment) -> None:
@@ -182,7 +195,8 @@ def groupfit_assignor(
             identities = sorted(m.identity for m in decoded.values())
             sizes = {m.identity: m.capacity for m in decoded.values() if m.capacity}
             topics = sorted({t for meta in members.values() for t in meta.subscription})
-            partitions = cls.partitions_of({t: sorted(cluster.partitions_for_topic(t) or ()) for t in topics})
+            subscribed = cls.subscribed_of({t: sorted(cluster.partitions_for_topic(t) or ()) for t in topics})
+            partitions = subscribed.partitions
             started = time.perf_counter()
             try:
                 zoned = any(m.rack for m in decoded.values())
@@ -195,7 +209,7 @@ def groupfit_assignor(
                     deadline_s,
                     rates,
                     list(decoded.values()),
-                    partitions,
+                    subscribed,
                     racks,
                     params,
                 )
@@ -329,11 +343,12 @@ def _distinct(members: dict[str, Member]) -> dict[str, Member]:
 
 
 class _Partition(msgspec.Struct, omit_defaults=True, gc=False):
-    """A partition of the leader's request, as the wire has it (PartitionRate's JSON form)."""
+    """A partition of the leader's request, as the wire has it (RequestPartition's JSON form); without a rate,
+    the service takes the group's stored one."""
 
     topic: str
     partition: int
-    rate: float
+    rate: float | None = None
     lag: float | None = None
     racks: list[str] | None = None
 
@@ -341,12 +356,6 @@ class _Partition(msgspec.Struct, omit_defaults=True, gc=False):
 class _Ref(msgspec.Struct, gc=False):
     topic: str
     partition: int
-
-
-class _StoredRates(msgspec.Struct):
-    """What the leader reads of GET /v1/groups/{group}/rates: the partitions' rates and lags."""
-
-    partitions: list[_Partition]
 
 
 class _LeaderAnswer(msgspec.Struct):
@@ -359,17 +368,11 @@ class _LeaderAnswer(msgspec.Struct):
 
 _PARTITIONS = msgspec.json.Encoder()
 _ANSWER = msgspec.json.Decoder(_LeaderAnswer)
-_RATES = msgspec.json.Decoder(_StoredRates)
 
 
 def _leader_answer(response: httpx.Response) -> _LeaderAnswer:
     _core.raise_for_error(response)
     return _ANSWER.decode(response.content)
-
-
-def _stored_rates(response: httpx.Response) -> _StoredRates:
-    _core.raise_for_error(response)
-    return _RATES.decode(response.content)
 
 
 def _lean(call: _core.Call[Any], read: Callable[[httpx.Response], T]) -> _core.Call[T]:
@@ -385,39 +388,32 @@ def _ask_service(
     deadline_s: float,
     rates: RatesFn | None,
     members: list[Member],
-    partitions: list[TopicPartition],
+    subscribed: Subscribed,
     racks: Mapping[TopicPartition, list[str]],
     params: Mapping[str, Any] | None = None,
 ) -> Held:
-    """The service's assignment, identity → topic → partitions, within the deadline (rates read included). A
-    member that advertised its capacity or rack is sent as an object; `racks`: each partition's (none: a
-    zone-free request). The leader asks for the answer without its delta and reads only the assignment (and
-    what it logs) of it: the JSON of 10^3 partitions each way is most of its own work in a rebalance."""
+    """The service's assignment, identity → topic → partitions, within the deadline. Rates: the callable's, else
+    the group's stored ones, which the service takes for partitions sent without a rate, so one round trip does it
+    (it answers `no_rates` where it has none of them: the leader then assigns locally). A member that advertised its capacity or rack is sent as an object; `racks`: each partition's (none: a zone-free request).
+    The leader asks for the answer without its delta and reads only the assignment (and what it logs) of it: the
+    JSON of 10^3 partitions each way is most of its own work in a rebalance."""
     deadline = time.monotonic() + deadline_s
     identities = sorted(m.identity for m in members)
-    lags: Mapping[Any, float] = {}  # by (topic, partition)
-    known: Mapping[Any, float]
-    if rates is not None:
-        known = dict(rates(list(partitions)))  # a copy: the list is kept for the next rebalance
+    partitions = subscribed.partitions
+    if rates is None and not racks:
+        encoded = subscribed.listed
     else:
-        try:
-            stored = client._perform(_lean(_core.rates(group, timeout=deadline_s), _stored_rates)).partitions
-            known = {(p.topic, p.partition): p.rate for p in stored}
-            lags = {(p.topic, p.partition): p.lag for p in stored if p.lag is not None}
-        except GroupfitError as error:
-            if error.code != "group_not_found":
-                raise
-            known = {}
-    if not any(tp in known for tp in partitions):
-        # All rates zero would pack every partition onto one member; balanced counts serve better.
-        raise UnusableAnswer(f"no rates known for group {group!r}'s partitions")
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        raise TimeoutError("the deadline passed while reading rates")
-    rate_of, lag_of, racks_of = known.get, lags.get, racks.get
-    encoded = _PARTITIONS.encode(
-        [_Partition(tp[0], tp[1], float(rate_of(tp, 0.0)), lag_of(tp), racks_of(tp)) for tp in partitions]
-    )
+        known = dict(rates(list(partitions))) if rates is not None else {}  # a copy: the list is kept
+        if rates is not None and not any(tp in known for tp in partitions):
+            # All rates zero would pack every partition onto one member; balanced counts serve better.
+            raise UnusableAnswer(f"no rates known for group {group!r}'s partitions")
+        rate_of, racks_of = known.get, racks.get
+        encoded = _PARTITIONS.encode(
+            [
+                _Partition(tp[0], tp[1], rate_of(tp, None if rates is None else 0.0), None, racks_of(tp))
+                for tp in partitions
+            ]
+        )
     request = {
         "algorithm": algorithm,
         "capacity": capacity,
@@ -426,6 +422,9 @@ def _ask_service(
         "partitions": msgspec.Raw(encoded),
         **({"params": dict(params)} if params is not None else {}),
     }
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise TimeoutError("the deadline passed while the rates callable ran")
     answer = client._perform(_lean(_core.assign(request, delta="none", timeout=remaining), _leader_answer))
     if answer.overloaded_members:
         log.warning(
@@ -435,35 +434,30 @@ def _ask_service(
             answer.recommended_consumers,
             len(identities),
         )
-    return _held(answer.assignment, identities, partitions)
+    return _held(answer.assignment, identities, subscribed.numbers)
 
 
-def _held(assignment: Mapping[str, list[_Ref]], identities: list[str], partitions: list[TopicPartition]) -> Held:
-    """The answer's assignment by identity and topic; UnusableAnswer unless it gives every partition asked for,
-    once, to members only. (Checked per topic on sets of partition numbers: no object per partition.)"""
+def _held(assignment: Mapping[str, list[_Ref]], identities: list[str], numbers: Mapping[str, list[int]]) -> Held:
+    """The answer's assignment by identity and topic; UnusableAnswer unless it gives every partition of `numbers`
+    (topic → its partitions, ascending) once, to members only. (Read and checked per topic, each member's run of
+    one topic at once: no Python step per partition.)"""
     held: Held = {i: {} for i in identities}
-    given = 0
     for member, refs in assignment.items():
         topics = held.get(member)
         if topics is None:
             raise UnusableAnswer(f"the answer names non-member {member!r}")
-        given += len(refs)
-        for ref in refs:
-            topic = ref.topic
-            numbers = topics.get(topic)
-            if numbers is None:
-                numbers = topics[topic] = []
-            numbers.append(ref.partition)
-    asked: dict[str, set[int]] = {}
-    for topic, partition in partitions:
-        asked.setdefault(topic, set()).add(partition)
-    got: dict[str, set[int]] = {}
+        for topic, run in groupby(refs, _TOPIC):
+            topics.setdefault(topic, []).extend(map(_NUMBER, run))
+    got: dict[str, list[int]] = {}
     for topics in held.values():
-        for topic, numbers in topics.items():
-            got.setdefault(topic, set()).update(numbers)
-    if given != len(partitions) or got != asked:
+        for topic, given in topics.items():
+            got.setdefault(topic, []).extend(given)
+    if got.keys() - numbers.keys() or any(sorted(got.get(t, ())) != ps for t, ps in numbers.items()):
         raise UnusableAnswer("the answer misses partitions, gives one twice or names one the group does not have")
     return held
+
+
+_TOPIC, _NUMBER = attrgetter("topic"), attrgetter("partition")
 
 
 def _member_json(member: Member) -> str | dict[str, Any]:

@@ -264,7 +264,9 @@ def test_what_a_group_stores_is_the_same(algorithm: str) -> None:
         reference = msgspec.json.decode(text, type=AssignRequest)
         lean = msgspec.structs.replace(reference, partitions=None, previous=None)
         assert reference.partitions is not None
-        job = ReferenceComputation(lean, reference.partitions, previous_of(reference) or {}, capacity_of(reference))
+        job = ReferenceComputation(
+            lean, reference.partitions, None, previous_of(reference) or {}, capacity_of(reference)
+        )
         try:
             expected = job.compute(REFERENCE)
         except AssignmentError as error:
@@ -279,6 +281,72 @@ def test_what_a_group_stores_is_the_same(algorithm: str) -> None:
         assert msgspec.json.decode(computed.loads) == {c["id"]: c["load"] for c in answered}
         compared += 1
     assert compared > 150
+
+
+def stored_outcome(body: bytes, limits: Limits, stored: bytes | None) -> tuple[Any, ...]:
+    """The answer (or error) to a request of group "g-1" whose stored rates are `stored` (the JSON kept by PUT
+    /v1/groups/{group}/rates), nothing else stored."""
+    try:
+        return ("answer", decode_assign(body, limits).completed(None, None, stored).compute(limits).answer)
+    except AssignmentError as error:
+        return ("error", error.code, error.message, error.details)
+
+
+@pytest.mark.parametrize("algorithm", ["mwf", "bfd", "least-loaded"])
+def test_partitions_without_a_rate_take_the_stored_ones_alike(algorithm: str) -> None:
+    """A partition given without its rate takes its group's stored rate (and stored lag unless it gives one), 0 if
+    none is stored; none stored for any: no_rates. The compiled reader fills them as the reference does, and the
+    answer is the one to the same request with the rates written in."""
+    rnd = random.Random(f"unrated-{algorithm}")
+    filled = compiled = 0
+    for i in range(400):
+        body = request(rnd, algorithm)
+        body["group"] = "g-1"
+        given = body["partitions"]
+        stored = [
+            {"topic": p["topic"], "partition": p["partition"], "rate": rnd.uniform(0, 90)}
+            | ({"lag": rnd.uniform(0, 50)} if rnd.random() < 0.5 else {})
+            for p in given
+            if rnd.random() < 0.8
+        ] + [{"topic": "elsewhere", "partition": p, "rate": 5.0} for p in range(rnd.randint(0, 2))]
+        document = msgspec.json.encode({"partitions": stored, "window_end": "w", "updated_at": "u"})
+        unrated = [p for p in given if rnd.random() < 0.7]
+        for partition in unrated:
+            del partition["rate"]
+        text = encoded(body, rnd)
+        decoded = decode_assign(text, COMPILED)
+        if isinstance(decoded, CompiledInput) and decoded.needs_rates:
+            compiled += decoded.bulk.fill_rates(document) == (len(unrated), len({*keys(unrated)} & {*keys(stored)}))
+        reference = stored_outcome(text, REFERENCE, document)
+        assert stored_outcome(text, COMPILED, document) == reference, f"request {i}: {body!r} {document!r}"
+        if unrated:
+            assert stored_outcome(text, REFERENCE, None)[:2] == ("error", "no_rates")
+        if reference[0] == "error" or not unrated:
+            continue
+        by_key = {(p["topic"], p["partition"]): p for p in stored}
+        for partition in unrated:
+            kept = by_key.get((partition["topic"], partition["partition"]), {})
+            partition["rate"] = kept.get("rate", 0.0)
+            if partition.get("lag") is None and "lag" in kept:
+                partition["lag"] = kept["lag"]
+        assert reference == stored_outcome(json.dumps(body).encode(), REFERENCE, None)
+        filled += 1
+    assert filled > 150 and compiled > 150  # and the compiled reader filled most
+
+
+def keys(partitions: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    return [(p["topic"], p["partition"]) for p in partitions]
+
+
+def test_a_request_of_stored_rates_that_knows_none_is_no_rates() -> None:
+    body = json.dumps(
+        {"algorithm": "mwf", "capacity": 10, "group": "g-1", "partitions": [{"topic": "t", "partition": 0}]}
+    )
+    document = b'{"partitions":[{"topic":"u","partition":0,"rate":3.0}],"window_end":"w","updated_at":"u"}'
+    for limits in (COMPILED, REFERENCE):
+        assert stored_outcome(body.encode(), limits, document)[:2] == ("error", "no_rates")
+        mixed = body.replace('"partition": 0}', '"partition": 0}, {"topic": "t", "partition": 1, "rate": 2}')
+        assert stored_outcome(mixed.encode(), limits, document)[0] == "answer"  # one rate known: the other is 0
 
 
 @pytest.mark.parametrize("repeated", [False, True])

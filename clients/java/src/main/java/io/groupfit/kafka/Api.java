@@ -33,6 +33,14 @@ public final class Api {
     }
 
     /**
+     * A partition of an assignment request: a PartitionRate whose rate may be left out (null) for the group's stored
+     * one, with its stored lag unless {@code lag} is given.
+     */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record RequestPartition(
+            @JsonProperty(required = true) String topic, int partition, Double rate, Double lag, List<String> racks) {}
+
+    /**
      * A member of its own capacity or rack (its client.rack: zone-aware requests), in AssignRequest.members; a member
      * sent as a bare id has the request's capacity and no rack.
      */
@@ -62,20 +70,20 @@ public final class Api {
             Double capacity,
             String group,
             List<Object> members,
-            List<PartitionRate> partitions,
+            List<RequestPartition> partitions,
             Map<String, List<PartitionRef>> previous,
             Map<String, Object> params,
             Map<String, List<PartitionRef>> assignment,
             @JsonProperty("dry_run") Boolean dryRun) {
         /** A request for the service to compute. */
         public AssignRequest(String algorithm, Double capacity, String group, List<Object> members,
-                List<PartitionRate> partitions, Map<String, List<PartitionRef>> previous, Map<String, Object> params) {
+                List<RequestPartition> partitions, Map<String, List<PartitionRef>> previous, Map<String, Object> params) {
             this(algorithm, capacity, group, members, partitions, previous, params, null, null);
         }
 
         /** A request that reports {@code assignment}, computed elsewhere. */
         public AssignRequest(String algorithm, Double capacity, String group, List<Object> members,
-                List<PartitionRate> partitions, Map<String, List<PartitionRef>> previous, Map<String, Object> params,
+                List<RequestPartition> partitions, Map<String, List<PartitionRef>> previous, Map<String, Object> params,
                 Map<String, List<PartitionRef>> assignment) {
             this(algorithm, capacity, group, members, partitions, previous, params, assignment, null);
         }

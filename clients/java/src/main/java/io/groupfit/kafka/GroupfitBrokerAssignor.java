@@ -614,7 +614,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             Map<String, TopicRates> rates) {
         Problem problem = outcome.problem();
         int n = problem.size();
-        List<Api.PartitionRate> partitions = new ArrayList<>(n);
+        List<Api.RequestPartition> partitions = new ArrayList<>(n);
         Map<String, List<Api.PartitionRef>> previous = new TreeMap<>();
         for (int j = 0; j < n; j++) {
             String topic = problem.topic(j);
@@ -622,7 +622,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             TopicRates known = rates.get(topic);
             double lag = known == null || p >= known.lag().length ? Double.NaN : known.lag()[p];
             List<String> racks = problem.racks(j);
-            partitions.add(new Api.PartitionRate(topic, p, problem.rate(j), Double.isNaN(lag) ? null : lag,
+            partitions.add(new Api.RequestPartition(topic, p, problem.rate(j), Double.isNaN(lag) ? null : lag,
                     racks.isEmpty() ? null : racks));
             String owner = problem.previousOwner(j);
             if (owner != null) {

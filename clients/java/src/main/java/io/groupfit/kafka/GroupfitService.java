@@ -132,10 +132,10 @@ public final class GroupfitService {
                 // All rates zero would put every partition on one member; balanced counts serve better.
                 throw new UnusableAnswer("no rates are stored for group " + group + "'s partitions");
             }
-            List<Api.PartitionRate> withRates = new ArrayList<>(partitions.size());
+            List<Api.RequestPartition> withRates = new ArrayList<>(partitions.size());
             for (TopicPartition tp : partitions) {
                 Api.PartitionRate known = rates.get(tp);
-                withRates.add(new Api.PartitionRate(tp.topic(), tp.partition(), known == null ? 0.0 : known.rate(),
+                withRates.add(new Api.RequestPartition(tp.topic(), tp.partition(), known == null ? 0.0 : known.rate(),
                         known == null ? null : known.lag(), partitionRacks.get(tp)));
             }
             Map<String, List<Api.PartitionRef>> previous = new TreeMap<>();

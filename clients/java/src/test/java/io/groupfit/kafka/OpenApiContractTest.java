@@ -259,7 +259,9 @@ class OpenApiContractTest {
         assertEquals(false, schema.path("additionalProperties").asBoolean(true));
         Api.AssignRequest request = new Api.AssignRequest("mwf", 100.0, "g",
                 List.of(Api.member("a", null, null), Api.member("b", 250.0, null), Api.member("c", null, "eu-1a")),
-                List.of(new Api.PartitionRate("t", 0, 1.5, null), new Api.PartitionRate("t", 1, 2.0, 3.0, List.of("eu-1a"))),
+                List.of(new Api.RequestPartition("t", 0, 1.5, null, null),
+                        new Api.RequestPartition("t", 1, 2.0, 3.0, List.of("eu-1a")),
+                        new Api.RequestPartition("t", 2, null, null, null)),
                 Map.of("a", List.of(new Api.PartitionRef("t", 0))), null);
         JsonNode sent = GroupfitClient.JSON.valueToTree(request);
         sent.fieldNames().forEachRemaining(name ->
@@ -268,6 +270,7 @@ class OpenApiContractTest {
         assertEquals("{\"topic\":\"t\",\"partition\":0,\"rate\":1.5}", sent.get("partitions").get(0).toString());
         assertEquals("{\"topic\":\"t\",\"partition\":1,\"rate\":2.0,\"lag\":3.0,\"racks\":[\"eu-1a\"]}",
                 sent.get("partitions").get(1).toString());
+        assertEquals("{\"topic\":\"t\",\"partition\":2}", sent.get("partitions").get(2).toString()); // the stored rate
         // A member is a bare id or a SizedMember (whose fields everyRecordMatchesItsSchema checks), as the items allow.
         assertEquals("[\"a\",{\"id\":\"b\",\"capacity\":250.0},{\"id\":\"c\",\"rack\":\"eu-1a\"}]",
                 sent.get("members").toString());
