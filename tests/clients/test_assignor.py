@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import uuid
 
+import httpx
 import pytest
 from aiokafka.cluster import ClusterMetadata
 from aiokafka.coordinator.protocol import (
@@ -66,6 +68,25 @@ def test_leader_returns_the_services_assignment_keyed_by_member_id(live_service,
     assert held(result) == {"member-1": by_identity["a"], "member-2": by_identity["b"], "member-3": by_identity["c"]}
     assert all(sum(RATES[p] for p in ps) <= 100 for ps in by_identity.values())
     assert {json.loads(a.user_data)["generation"] for a in result.values()} == {0}
+
+
+def test_leader_on_stored_rates_asks_once_and_the_service_takes_them(live_service, group):
+    """One round trip: the leader sends its partitions without rates and the service takes the stored ones (the
+    stored loads are the stored rates'); it never reads GET /v1/groups/{group}/rates."""
+    reads = re.compile(r'groupfit_http_requests_total\{[^}]*route="/v1/groups/\{group\}/rates"[^}]*\} (\S+)')
+
+    def rate_reads() -> float:
+        return sum(map(float, reads.findall(httpx.get(f"{live_service.url}/metrics").text)))
+
+    GroupfitClient(live_service.url).rates(group)
+    before = rate_reads()
+    assert before >= 1  # the counter is there, and counts reads
+    assignor = groupfit_assignor(live_service.url, group, "a", capacity=100)
+    assignor.assign(Cluster({"t": 7}), {"m1": member("a"), "m2": member("b")})  # t/6 has no stored rate: 0
+    assert assignor.last_source == "service" and rate_reads() == before
+    stored = GroupfitClient(live_service.url).group(group)
+    assert sum(len(ps) for ps in stored.assignment.values()) == 7
+    assert sum(stored.loads.values()) == pytest.approx(sum(RATES.values()))
 
 
 def test_leader_sends_each_members_advertised_capacity(live_service, group, caplog):
