@@ -1,5 +1,5 @@
-"""`groupfit serve` with two worker processes (app/workers.py): both take connections, and /metrics, whichever
-worker answers it, counts every worker's requests and keeps the per-group series within their cap across them
+"""`groupfit serve` with two worker processes (app/workers.py): connections are handed to them in turn (each holds
+half of 16 keep-alive connections), and /metrics, whichever worker answers it, counts every worker's requests and keeps the per-group series within their cap across them
 (a group's series dropped or deleted in one process is gone from every answer)."""
 
 from __future__ import annotations
@@ -90,12 +90,48 @@ def test_the_group_series_cap_holds_across_workers(two_workers):
         assert [g for g in groups if f'group="{g}"' in text] == [groups[2], groups[4]]
 
 
+def connections_of(pid: int) -> int:
+    """How many TCP sockets a process holds (its connections to clients, and to Redis)."""
+    inodes = {
+        line.split()[9]
+        for table in ("tcp", "tcp6")
+        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+    }
+    held = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except FileNotFoundError:  # closed meanwhile
+            continue
+        held += target.startswith("socket:[") and target[8:-1] in inodes
+    return held
+
+
+def test_keep_alive_connections_are_shared_evenly(two_workers):
+    """16 connections opened at once, each kept: 8 on each worker (the kernel's SO_REUSEPORT hash splits them
+    unevenly, so one worker would queue while the other idles)."""
+    service, _ = two_workers
+    workers = workers_of(service)
+    before = {pid: connections_of(pid) for pid in workers}
+    clients = [httpx.Client(base_url=service.url, timeout=10) for _ in range(16)]
+    try:
+        for client in clients:
+            assert client.post("/v1/assign", json=ASSIGN).status_code == 200
+        gained = {pid: connections_of(pid) - before[pid] for pid in workers}
+        assert sorted(gained.values()) == [8, 8], gained
+        for client in clients:  # every connection still answers
+            assert client.post("/v1/assign", json=ASSIGN).status_code == 200
+    finally:
+        for client in clients:
+            client.close()
+
+
 def test_a_worker_that_dies_is_started_again(two_workers):
     service, _ = two_workers
     killed = workers_of(service)[0]
     os.kill(killed, signal.SIGKILL)
     with fresh(service.url) as client:
-        for _ in range(20):  # connections the kernel hands the dead worker's socket wait for its successor
+        for _ in range(20):  # the living worker takes them until the dead one's successor runs
             assert client.post("/v1/assign", json=ASSIGN).status_code == 200
     deadline = time.monotonic() + 20
     while killed in workers_of(service) or len(workers_of(service)) < 2:
