@@ -4,7 +4,6 @@ import com.fasterxml.jackson.core.type.TypeReference;
 import io.groupfit.kafka.core.Algorithm;
 import io.groupfit.kafka.core.Holding;
 import io.groupfit.kafka.core.Outcome;
-import io.groupfit.kafka.core.Partitions;
 import io.groupfit.kafka.core.Problem;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -442,14 +441,10 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
                 racked = true;
             }
         }
-        if (racked) { // zone-aware where partitions have racks (the describer is asked only when a member has one)
-            Partitions partitions = table.partitions();
-            for (int j = 0; j < partitions.size(); j++) {
-                Set<String> racks = describer.racksForPartition(topicIds[partitions.topicIndex(j)], partitions.partition(j));
-                if (!racks.isEmpty()) {
-                    builder.racks(j, racks);
-                }
-            }
+        // zone-aware where partitions have racks (the describer is asked only when a member has one)
+        GroupMemo.Racks racks = racked ? GroupMemo.racks(before.racks(), table, describer) : before.racks();
+        if (racked) {
+            builder.racks(racks.racks());
         }
         for (int c = 0; c < natural.length; c++) {
             String memberId = memberOfConsumer[c];
@@ -464,7 +459,7 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             }
         }
         Outcome outcome = known.algorithm().solve(builder.build());
-        memo.publish(new GroupMemo.State(table, seen, natural));
+        memo.publish(new GroupMemo.State(table, seen, natural, racks));
         Map<Uuid, Set<Integer>>[] changed = changedAssignments(outcome, topicIds);
         Map<String, MemberAssignment> members = new HashMap<>(2 * natural.length);
         for (int i = 0; i < outcome.consumerCount(); i++) {
