@@ -102,9 +102,13 @@ public final class Partitions {
 
     /**
      * Sorts partition indices (none twice) by their place in the decreasing order: a sort of their places when they
-     * are few, else one pass over the decreasing order picking those marked (the same order, in O(n)).
+     * are few, else one pass over the decreasing order picking those marked (the same order, in O(n)); all of them
+     * (a group forming) are the decreasing order itself. The answer is read, never changed.
      */
     int[] decreasing(int[] partitions, int length) {
+        if (length == n) {
+            return decreasing;
+        }
         if (length > n / 32) {
             boolean[] marked = new boolean[n];
             for (int i = 0; i < length; i++) {
