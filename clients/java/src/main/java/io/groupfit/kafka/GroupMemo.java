@@ -59,7 +59,8 @@ final class GroupMemo {
 
     /**
      * The partitions' racks last read, from this describer, for the table of this layout (the topics, their
-     * partition counts, the partitions not assignable).
+     * partition counts, the partitions not assignable). The describer is kept to be compared with the next call's:
+     * Kafka's keeps the metadata image it describes reachable until then (images share what did not change).
      */
     record Racks(PartitionRacks racks, SubscribedTopicDescriber describer, Uuid[] topicIds, int[] counts,
             int[] unassignable) {}
