@@ -64,7 +64,8 @@ import org.openjdk.jmh.infra.BenchmarkParams;
  * group, so it has read the settled members' maps and sorted the partitions by rate), `brokerGroupfitCold` forgets
  * everything before each call (the first call after the broker started, or after the rates changed before the
  * background re-sorted them). `brokerGroupfitZones` is `brokerGroupfit` on the group made zone-aware: member m in
- * rack m % 3 (its client.rack), partition p of each topic led in rack p % 3, so the core runs its zone mode. Only
+ * rack m % 3 (its client.rack), partition p of each topic led in rack p % 3, so the core runs its zone mode (the
+ * describer is one object for every call, as the coordinator's on a metadata image that did not change). Only
  * what the running benchmark needs is set up. bench/java_assignors.py runs it with `-prof gc` and prints the table.
  */
 @State(Scope.Benchmark)

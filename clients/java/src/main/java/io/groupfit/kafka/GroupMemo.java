@@ -4,6 +4,7 @@ import io.groupfit.kafka.GroupfitBrokerAssignor.Knowledge;
 import io.groupfit.kafka.GroupfitBrokerAssignor.TopicRates;
 import io.groupfit.kafka.core.Holding;
 import io.groupfit.kafka.core.Natural;
+import io.groupfit.kafka.core.PartitionRacks;
 import io.groupfit.kafka.core.Partitions;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -15,6 +16,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.function.Function;
 import org.apache.kafka.common.Uuid;
+import org.apache.kafka.coordinator.group.api.assignor.SubscribedTopicDescriber;
 
 /**
  * What {@link GroupfitBrokerAssignor#assign} keeps of one group between calls, so that an epoch change (a member
@@ -55,10 +57,18 @@ final class GroupMemo {
     /** A member's current assignment as the coordinator handed it, and what it was read into. */
     record Seen(Map<Uuid, Set<Integer>> assignment, Holding holding) {}
 
-    /** Everything kept, immutable. */
-    record State(Table table, Map<String, Seen> seen, String[] natural) {}
+    /**
+     * The partitions' racks last read, from this describer, for the table of this layout (the topics, their
+     * partition counts, the partitions not assignable). The describer is kept to be compared with the next call's:
+     * Kafka's keeps the metadata image it describes reachable until then (images share what did not change).
+     */
+    record Racks(PartitionRacks racks, SubscribedTopicDescriber describer, Uuid[] topicIds, int[] counts,
+            int[] unassignable) {}
 
-    static final State EMPTY = new State(null, Map.of(), new String[0]);
+    /** Everything kept, immutable; {@code racks}: null until racks were read. */
+    record State(Table table, Map<String, Seen> seen, String[] natural, Racks racks) {}
+
+    static final State EMPTY = new State(null, Map.of(), new String[0], null);
 
     volatile State state = EMPTY;
 
@@ -140,6 +150,38 @@ final class GroupMemo {
     }
 
     /**
+     * The racks of the table's partitions as the describer gives them now. The ones kept when the describer is equal
+     * to the one they were read from (Kafka's describers are equal when they describe one metadata image: the
+     * coordinator makes one per call, on the image it holds) and the layout is the same; else each partition's racks
+     * are read and compared, and kept when all are the same; else they are indexed again.
+     */
+    static Racks racks(Racks kept, Table table, SubscribedTopicDescriber describer) {
+        if (kept != null && describer.equals(kept.describer())
+                && table.sameLayout(kept.topicIds(), kept.counts(), kept.unassignable())) {
+            return kept;
+        }
+        Partitions partitions = table.partitions();
+        Uuid[] topicIds = table.topicIds();
+        int n = partitions.size();
+        PartitionRacks racks = kept == null ? null : kept.racks();
+        int same = 0;
+        if (racks != null && racks.size() == n) {
+            while (same < n && racks.sameAs(same, describer.racksForPartition(topicIds[partitions.topicIndex(same)],
+                    partitions.partition(same)))) {
+                same++;
+            }
+        }
+        if (racks == null || same < n) {
+            PartitionRacks.Builder read = new PartitionRacks.Builder(partitions);
+            for (int j = 0; j < n; j++) {
+                read.racks(j, describer.racksForPartition(topicIds[partitions.topicIndex(j)], partitions.partition(j)));
+            }
+            racks = read.build();
+        }
+        return new Racks(racks, describer, table.topicIds(), table.counts(), table.unassignable());
+    }
+
+    /**
      * The identities in natural order ({@link Natural#compare}), from the order kept: those still present keep
      * their places, new ones are sorted and merged in.
      */
@@ -197,7 +239,7 @@ final class GroupMemo {
         // published only if no call published in between (that one's state is as fresh)
         synchronized (this) {
             if (state == before) {
-                state = new State(table, seen, before.natural());
+                state = new State(table, seen, before.natural(), before.racks());
             }
         }
     }

@@ -4,13 +4,11 @@ import com.fasterxml.jackson.core.type.TypeReference;
 import io.groupfit.kafka.core.Algorithm;
 import io.groupfit.kafka.core.Holding;
 import io.groupfit.kafka.core.Outcome;
-import io.groupfit.kafka.core.Partitions;
 import io.groupfit.kafka.core.Problem;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
-import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -442,14 +440,10 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
                 racked = true;
             }
         }
-        if (racked) { // zone-aware where partitions have racks (the describer is asked only when a member has one)
-            Partitions partitions = table.partitions();
-            for (int j = 0; j < partitions.size(); j++) {
-                Set<String> racks = describer.racksForPartition(topicIds[partitions.topicIndex(j)], partitions.partition(j));
-                if (!racks.isEmpty()) {
-                    builder.racks(j, racks);
-                }
-            }
+        // zone-aware where partitions have racks (the describer is asked only when a member has one)
+        GroupMemo.Racks racks = racked ? GroupMemo.racks(before.racks(), table, describer) : before.racks();
+        if (racked) {
+            builder.racks(racks.racks());
         }
         for (int c = 0; c < natural.length; c++) {
             String memberId = memberOfConsumer[c];
@@ -464,8 +458,8 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             }
         }
         Outcome outcome = known.algorithm().solve(builder.build());
-        memo.publish(new GroupMemo.State(table, seen, natural));
-        Map<Uuid, Set<Integer>>[] changed = changedAssignments(outcome, topicIds);
+        memo.publish(new GroupMemo.State(table, seen, natural, racks));
+        Map<Uuid, Set<Integer>>[] changed = changedAssignments(outcome, table);
         Map<String, MemberAssignment> members = new HashMap<>(2 * natural.length);
         for (int i = 0; i < outcome.consumerCount(); i++) {
             int c = outcome.consumerIndex(i);
@@ -517,23 +511,27 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
     }
 
     /**
-     * Each changed consumer's assignment as the coordinator takes it, a set per topic (null for those that hold what
-     * they held: their current assignment is handed back). One pass over the partitions in index order, which is the
-     * (topic, partition) order: each member's partition numbers come out ascending, a run per topic, in one array
-     * that its sets share. MWF's migrations change most members on any change of the group, and the pass costs less
+     * Each changed consumer's assignment as the coordinator takes it (null for those that hold what they held: their
+     * current assignment is handed back). One pass over the partitions in index order, which is the (topic,
+     * partition) order: each member's partition numbers come out ascending, a run per topic, in one array ({@link
+     * MemberPartitions}). MWF's migrations change most members on any change of the group, and the pass costs less
      * than sorting each one's partitions.
      */
     @SuppressWarnings("unchecked")
-    private static Map<Uuid, Set<Integer>>[] changedAssignments(Outcome outcome, Uuid[] topicIds) {
+    private static Map<Uuid, Set<Integer>>[] changedAssignments(Outcome outcome, GroupMemo.Table table) {
         int count = outcome.consumerCount();
         Map<Uuid, Set<Integer>>[] assignments = new Map[count];
         int[][] numbers = new int[count][];
+        int[][] runTopic = new int[count][];
+        int[][] runEnd = new int[count][];
+        int topics = table.topicIds().length;
         boolean any = false;
         for (int i = 0; i < count; i++) {
             if (!outcome.unchanged(i)) {
                 int size = outcome.partitions(i).length;
                 numbers[i] = new int[size];
-                assignments[i] = new HashMap<>(Math.min(topicIds.length, size) * 4 / 3 + 1);
+                runTopic[i] = new int[Math.min(topics, size)];
+                runEnd[i] = new int[runTopic[i].length];
                 any = true;
             }
         }
@@ -542,9 +540,9 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         }
         Problem problem = outcome.problem();
         int[] filled = new int[count];
-        int[] runFrom = new int[count];
-        int[] runTopic = new int[count];
-        Arrays.fill(runTopic, -1);
+        int[] runs = new int[count];
+        int[] lastTopic = new int[count]; // of each one's current run (beside the counts: one cache line less a step)
+        Arrays.fill(lastTopic, -1);
         for (int j = 0, n = problem.size(); j < n; j++) {
             int i = outcome.ownerIndex(j);
             int[] mine = numbers[i];
@@ -552,21 +550,23 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
                 continue;
             }
             int t = problem.topicIndex(j);
-            if (t != runTopic[i]) {
-                if (runTopic[i] >= 0) {
-                    assignments[i].put(topicIds[runTopic[i]], new PartitionSet(mine, runFrom[i], filled[i]));
+            if (t != lastTopic[i]) {
+                int k = runs[i]++;
+                if (k > 0) {
+                    runEnd[i][k - 1] = filled[i];
                 }
-                runTopic[i] = t;
-                runFrom[i] = filled[i];
+                runTopic[i][k] = t;
+                lastTopic[i] = t;
             }
             mine[filled[i]++] = problem.partition(j);
         }
         for (int i = 0; i < count; i++) {
             if (numbers[i] != null) {
-                if (runTopic[i] >= 0) {
-                    assignments[i].put(topicIds[runTopic[i]], new PartitionSet(numbers[i], runFrom[i], filled[i]));
+                if (runs[i] > 0) {
+                    runEnd[i][runs[i] - 1] = filled[i];
                 }
-                assignments[i] = Collections.unmodifiableMap(assignments[i]);
+                assignments[i] = new MemberPartitions(table.topicIds(), table.topicOf(), numbers[i], runTopic[i],
+                        runEnd[i], runs[i]);
             }
         }
         return assignments;

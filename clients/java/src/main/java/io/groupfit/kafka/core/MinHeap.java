@@ -7,19 +7,22 @@ import java.util.Arrays;
  * of tuples (value, tie, id) gives. An id's key can be changed in place (no stale entries to skip).
  */
 final class MinHeap {
-    private double[] value;
-    private long[] tie;
-    private int[] position; // -1: not in the heap
+    private double[] value; // by id
+    private int[] position; // by id; -1: not in the heap
+    // by place in the heap: the id and its key (kept beside it, so a sift compares neighbours in memory)
     private int[] heap;
+    private double[] keyValue;
+    private long[] keyTie;
     private int size;
 
     MinHeap(int ids) {
         int capacity = Math.max(ids, 4);
         value = new double[capacity];
-        tie = new long[capacity];
         position = new int[capacity];
         Arrays.fill(position, -1);
         heap = new int[capacity];
+        keyValue = new double[capacity];
+        keyTie = new long[capacity];
     }
 
     int size() {
@@ -43,25 +46,23 @@ final class MinHeap {
         if (id >= position.length) {
             int capacity = Math.max(id + 1, position.length * 2);
             value = Arrays.copyOf(value, capacity);
-            tie = Arrays.copyOf(tie, capacity);
             int old = position.length;
             position = Arrays.copyOf(position, capacity);
             Arrays.fill(position, old, capacity, -1);
             heap = Arrays.copyOf(heap, capacity);
+            keyValue = Arrays.copyOf(keyValue, capacity);
+            keyTie = Arrays.copyOf(keyTie, capacity);
         }
         int at = position[id];
-        boolean grew = at >= 0 && (newValue > value[id] || (newValue == value[id] && newTie == tie[id]));
+        boolean grew = at >= 0 && (newValue > value[id] || (newValue == value[id] && newTie == keyTie[at]));
         value[id] = newValue;
-        tie[id] = newTie;
         if (at < 0) {
-            at = size++;
-            heap[at] = id;
-            position[id] = at;
-            up(at);
+            up(size++, id, newValue, newTie);
         } else if (grew) {
-            down(at); // a load that grew (the common case): it can only sink
+            down(at, id, newValue, newTie); // a load that grew (the common case): it can only sink
         } else {
-            down(up(at));
+            at = up(at, id, newValue, newTie);
+            down(at, id, newValue, newTie);
         }
     }
 
@@ -70,56 +71,61 @@ final class MinHeap {
         position[id] = -1;
         size--;
         if (size > 0) {
-            heap[0] = heap[size];
-            position[heap[0]] = 0;
-            down(0);
+            down(0, heap[size], keyValue[size], keyTie[size]);
         }
         return id;
     }
 
-    private boolean less(int a, int b) {
-        double x = value[a];
-        double y = value[b];
-        if (x != y) {
-            return x < y;
+    /** Whether the entry at place {@code at} sorts before (v, t, id). */
+    private boolean before(int at, double v, long t, int id) {
+        double x = keyValue[at];
+        if (x != v) {
+            return x < v;
         }
-        return tie[a] != tie[b] ? Long.compareUnsigned(tie[a], tie[b]) < 0 : a < b;
+        return keyTie[at] != t ? Long.compareUnsigned(keyTie[at], t) < 0 : heap[at] < id;
     }
 
-    private int up(int at) {
-        int id = heap[at];
+    private void put(int at, int id, double v, long t) {
+        heap[at] = id;
+        keyValue[at] = v;
+        keyTie[at] = t;
+        position[id] = at;
+    }
+
+    private void move(int from, int to) {
+        put(to, heap[from], keyValue[from], keyTie[from]);
+    }
+
+    /** (v, t, id) from place {@code at} up to its place; that place. */
+    private int up(int at, int id, double v, long t) {
         while (at > 0) {
             int parent = (at - 1) >>> 1;
-            if (!less(id, heap[parent])) {
+            if (!(v < keyValue[parent] || (v == keyValue[parent] && !before(parent, v, t, id)))) {
                 break;
             }
-            heap[at] = heap[parent];
-            position[heap[at]] = at;
+            move(parent, at);
             at = parent;
         }
-        heap[at] = id;
-        position[id] = at;
+        put(at, id, v, t);
         return at;
     }
 
-    private void down(int at) {
-        int id = heap[at];
+    /** (v, t, id) from place {@code at} down to its place. */
+    private void down(int at, int id, double v, long t) {
         while (true) {
             int child = 2 * at + 1;
             if (child >= size) {
                 break;
             }
-            if (child + 1 < size && less(heap[child + 1], heap[child])) {
+            if (child + 1 < size && before(child + 1, keyValue[child], keyTie[child], heap[child])) {
                 child++;
             }
-            if (!less(heap[child], id)) {
+            if (!before(child, v, t, id)) {
                 break;
             }
-            heap[at] = heap[child];
-            position[heap[at]] = at;
+            move(child, at);
             at = child;
         }
-        heap[at] = id;
-        position[id] = at;
+        put(at, id, v, t);
     }
 }

@@ -27,6 +27,9 @@ public final class Partitions {
     /** Partition indices by rate, largest first, ties by (topic, partition); and each one's place there. */
     final int[] decreasing;
     final int[] decreasingRank;
+    /** Partition indices in (topic, partition) order; null where that is the index order (partitions listed in
+     * it, as the broker assignor lists them). */
+    private final int[] byKey;
 
     private Partitions(Builder b) {
         n = b.n;
@@ -36,7 +39,8 @@ public final class Partitions {
         partition = b.partition.length == n ? b.partition : Arrays.copyOf(b.partition, n);
         rate = b.rate.length == n ? b.rate : Arrays.copyOf(b.rate, n);
         lag = b.lag.length == n ? b.lag : Arrays.copyOf(b.lag, n);
-        decreasing = decreasingOrder();
+        byKey = keyOrder();
+        decreasing = Sorting.decreasing(rate, byKey != null ? byKey : identity(n));
         decreasingRank = new int[n];
         for (int position = 0; position < n; position++) {
             decreasingRank[decreasing[position]] = position;
@@ -98,9 +102,13 @@ public final class Partitions {
 
     /**
      * Sorts partition indices (none twice) by their place in the decreasing order: a sort of their places when they
-     * are few, else one pass over the decreasing order picking those marked (the same order, in O(n)).
+     * are few, else one pass over the decreasing order picking those marked (the same order, in O(n)); all of them
+     * (a group forming) are the decreasing order itself. The answer is read, never changed.
      */
     int[] decreasing(int[] partitions, int length) {
+        if (length == n) {
+            return decreasing;
+        }
         if (length > n / 32) {
             boolean[] marked = new boolean[n];
             for (int i = 0; i < length; i++) {
@@ -126,18 +134,28 @@ public final class Partitions {
         return ranks;
     }
 
-    /** Partition indices in (topic, partition) order, as the reference sorts keys. */
-    int[] byKey(int[] partitions, int length) {
-        int[] topicRank = topicRanks();
-        long[] key = new long[length];
-        int[] order = new int[length];
-        for (int i = 0; i < length; i++) {
-            key[i] = key(topicRank, partitions[i]);
-            order[i] = i;
+    /**
+     * Each bin's partitions in (topic, partition) order, as the reference sorts keys: partition j is in bin {@code
+     * binOf[j]}, {@code sizes[b]} of them in bin b (of {@code bins}). One pass over that order.
+     */
+    int[][] byKey(int[] binOf, int[] sizes, int bins) {
+        int[][] held = new int[bins][];
+        for (int b = 0; b < bins; b++) {
+            held[b] = new int[sizes[b]];
         }
-        Sorting.byKey(order, key);
-        for (int i = 0; i < length; i++) {
-            order[i] = partitions[order[i]];
+        int[] filled = new int[bins];
+        for (int k = 0; k < n; k++) {
+            int j = byKey == null ? k : byKey[k];
+            int b = binOf[j];
+            held[b][filled[b]++] = j;
+        }
+        return held;
+    }
+
+    private static int[] identity(int n) {
+        int[] order = new int[n];
+        for (int j = 0; j < n; j++) {
+            order[j] = j;
         }
         return order;
     }
@@ -161,28 +179,29 @@ public final class Partitions {
         return ((long) topicRank[topic[j]] << 32) | ((partition[j] ^ Integer.MIN_VALUE) & 0xffffffffL);
     }
 
-    /** Partition indices by rate, largest first, ties by (topic, partition); a partition listed twice throws. */
-    private int[] decreasingOrder() {
+    /** Partition indices in (topic, partition) order, null where that is the index order; a partition listed twice
+     * throws. */
+    private int[] keyOrder() {
         int[] topicRank = topicRanks();
         long[] key = new long[n];
-        int[] order = new int[n];
         boolean sorted = true;
         for (int j = 0; j < n; j++) {
             key[j] = key(topicRank, j);
-            order[j] = j;
             sorted &= j == 0 || key[j - 1] < key[j];
         }
-        if (!sorted) {
-            Sorting.byKey(order, key);
-            for (int i = 1; i < n; i++) {
-                if (key[order[i - 1]] == key[order[i]]) {
-                    int j = order[i];
-                    throw new IllegalArgumentException("partition " + topicNames[topic[j]] + "/" + partition[j]
-                            + " is listed more than once; list each partition once");
-                }
+        if (sorted) {
+            return null;
+        }
+        int[] order = identity(n);
+        Sorting.byKey(order, key);
+        for (int i = 1; i < n; i++) {
+            if (key[order[i - 1]] == key[order[i]]) {
+                int j = order[i];
+                throw new IllegalArgumentException("partition " + topicNames[topic[j]] + "/" + partition[j]
+                        + " is listed more than once; list each partition once");
             }
         }
-        return Sorting.decreasing(rate, order);
+        return order;
     }
 
     /** Partitions in request order; validates rates and lags as the service does (IllegalArgumentException). */

@@ -247,6 +247,7 @@ public final class Problem {
         private int[] heldPartition;
         private int heldCount;
         private String[][] partitionRacks; // by partition, null: none named yet
+        private PartitionRacks givenRacks; // or all of them, built before
         private String[] consumerRack = new String[16];
 
         public Builder(double capacity) {
@@ -409,8 +410,8 @@ public final class Problem {
 
         /** Consumer c runs in {@code rack} (its client.rack): a member, or without members a previous consumer. */
         public Builder rack(int c, String rack) {
-            if (!validRack(rack)) {
-                throw badRack(rack, "consumer '" + consumerNames.get(c) + "'");
+            if (!PartitionRacks.validRack(rack)) {
+                throw PartitionRacks.badRack(rack, "consumer '" + consumerNames.get(c) + "'");
             }
             consumerRack[c] = rack;
             return this;
@@ -419,18 +420,10 @@ public final class Problem {
         /** Partition j is read without crossing zones by a consumer in one of {@code racks} (a rack listed twice
          * counts once). */
         public Builder racks(int j, java.util.Collection<String> racks) {
-            if (racks.size() > Zones.MAX_PARTITION_RACKS) {
-                throw new IllegalArgumentException("partition " + topicName(j) + " lists " + racks.size()
-                        + " racks, more than " + Zones.MAX_PARTITION_RACKS + "; list the racks of its replicas, each once");
+            if (givenRacks != null) {
+                throw new IllegalStateException("the partitions' racks were given built");
             }
-            String[] listed = new String[racks.size()];
-            int i = 0;
-            for (String rack : racks) {
-                if (!validRack(rack)) {
-                    throw badRack(rack, "partition " + topicName(j));
-                }
-                listed[i++] = rack;
-            }
+            String[] listed = PartitionRacks.listed(racks, k -> "partition " + topicName(k), j);
             if (partitionRacks == null) {
                 partitionRacks = new String[Math.max(previousOwner.length, j + 1)][];
             } else if (j >= partitionRacks.length) {
@@ -440,34 +433,22 @@ public final class Problem {
             return this;
         }
 
-        private static boolean validRack(String rack) {
-            return rack != null && !rack.isEmpty() && (rack.length() <= Zones.MAX_RACK_LENGTH
-                    || rack.codePointCount(0, rack.length()) <= Zones.MAX_RACK_LENGTH);
-        }
-
-        private static IllegalArgumentException badRack(String rack, String where) {
-            return new IllegalArgumentException(where + " has rack '" + rack + "'; a rack is a non-empty string of at "
-                    + "most " + Zones.MAX_RACK_LENGTH + " characters (as broker.rack and client.rack)");
+        /** Every partition's racks, built before for the partitions this problem was given. */
+        public Builder racks(PartitionRacks racks) {
+            if (given == null || racks.size() != given.n) {
+                throw new IllegalArgumentException("the racks were made for other partitions than the problem's");
+            }
+            if (partitionRacks != null) {
+                throw new IllegalStateException("racks were given partition by partition");
+            }
+            givenRacks = racks;
+            return this;
         }
 
         /** The zones of the problem, or null where racks change nothing (as app.core.model.Problem.zones). */
         private Zones zones(int n, int known, int[] previousIds) {
-            boolean named = false;
-            java.util.Set<String> distinct = new java.util.HashSet<>();
-            String[][] byPartition = new String[n][];
-            if (partitionRacks != null) {
-                for (int j = 0; j < Math.min(n, partitionRacks.length); j++) {
-                    byPartition[j] = partitionRacks[j];
-                    if (partitionRacks[j] != null) {
-                        named |= partitionRacks[j].length > 0;
-                        distinct.addAll(Arrays.asList(partitionRacks[j]));
-                    }
-                }
-            }
-            if (distinct.size() > Zones.MAX_RACKS) {
-                throw new IllegalArgumentException("the partitions name " + distinct.size() + " distinct racks, more "
-                        + "than " + Zones.MAX_RACKS + "; racks are zones or racks of brokers, not brokers or hosts");
-            }
+            PartitionRacks racks = givenRacks != null || partitionRacks == null ? givenRacks
+                    : new PartitionRacks(partitionRacks.length == n ? partitionRacks : Arrays.copyOf(partitionRacks, n));
             boolean[] previous = new boolean[known];
             for (int c : previousIds) {
                 previous[c] = true;
@@ -484,10 +465,10 @@ public final class Problem {
                     anyConsumer = true;
                 }
             }
-            if (!named || (memberCount >= 0 && !anyConsumer)) {
+            if (racks == null || !racks.named || (memberCount >= 0 && !anyConsumer)) {
                 return null;
             }
-            return new Zones(byPartition, Arrays.copyOf(consumerRack, known));
+            return new Zones(racks, Arrays.copyOf(consumerRack, known));
         }
 
         /** The problem; the builder is used up (its arrays become the problem's). */

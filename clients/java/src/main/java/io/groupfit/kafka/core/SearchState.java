@@ -774,17 +774,23 @@ final class SearchState {
             bins += heldCount[b] > 0 ? 1 : 0;
         }
         int[] consumer = new int[bins];
-        int[][] kept = new int[bins][];
         int[] racks = new int[bins];
+        int[] sizes = new int[bins];
+        int[] slot = new int[count]; // the bins holding partitions, numbered again
         int k = 0;
         for (int b = 0; b < count; b++) {
             if (heldCount[b] > 0) {
+                slot[b] = k;
                 consumer[k] = ids[b];
-                kept[k] = problem.partitions.byKey(held[b], heldCount[b]);
+                sizes[k] = heldCount[b];
                 racks[k++] = rack[b];
             }
         }
-        return new Placement(consumer, kept, outputs, racks);
+        int[] binOf = new int[problem.n];
+        for (int j = 0; j < problem.n; j++) {
+            binOf[j] = slot[owner[j]];
+        }
+        return new Placement(consumer, problem.partitions.byKey(binOf, sizes, bins), outputs, racks);
     }
 
     /**

@@ -61,26 +61,29 @@ final class Sorting {
     /**
      * The indices of {@code byKey} (partitions in (topic, partition) order) sorted by rate, largest first, ties in
      * that order. Rates are at least 0, so a rate's bits grow with its value: each item is one long, the bits'
-     * complement with its low bits replaced by the item's place in {@code byKey}, sorted by Arrays.sort; items whose
-     * rates differ only in those low bits are put in order after.
+     * complement with its low bits replaced by the item's place in {@code byKey}, sorted as unsigned by {@link
+     * #byKey} (radix: linear where a comparison sort is n log n); items whose rates differ only in those low bits are
+     * put in order after.
      */
     static int[] decreasing(double[] rate, int[] byKey) {
         int n = byKey.length;
         int low = 64 - Long.numberOfLeadingZeros(Math.max(n - 1, 1));
         long mask = (1L << low) - 1;
         long[] packed = new long[n];
+        int[] places = new int[n];
         for (int rank = 0; rank < n; rank++) {
             long complement = ~Double.doubleToRawLongBits(rate[byKey[rank]]);
-            packed[rank] = ((complement & ~mask) | rank) ^ Long.MIN_VALUE; // signed order = unsigned order
+            packed[rank] = (complement & ~mask) | rank;
+            places[rank] = rank;
         }
-        java.util.Arrays.sort(packed);
+        byKey(places, packed);
         int[] order = new int[n];
         for (int i = 0; i < n; i++) {
-            order[i] = byKey[(int) (packed[i] & mask)];
+            order[i] = byKey[places[i]];
         }
         for (int from = 0; from < n; ) {
             int to = from + 1;
-            while (to < n && (packed[to] & ~mask) == (packed[from] & ~mask)) {
+            while (to < n && (packed[places[to]] & ~mask) == (packed[places[from]] & ~mask)) {
                 to++;
             }
             if (to - from > 1) {

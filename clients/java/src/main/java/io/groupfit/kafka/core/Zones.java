@@ -1,8 +1,6 @@
 package io.groupfit.kafka.core;
 
 import java.util.Arrays;
-import java.util.HashMap;
-import java.util.Map;
 
 /**
  * Zones, as {@code app/core/zones.py}: where a consumer runs (its rack) and where each partition is read without
@@ -22,7 +20,6 @@ final class Zones {
     static final int MAX_RACK_LENGTH = 255;
 
     final String[] names;
-    private final Map<String, Integer> index;
     /** Each partition's racks, sorted indices, each once; empty where it has none. */
     final int[][] ofPartition;
     /** The same as bits (rack r: bit r) where every rack's index is below 64, so {@link #local} is one test; else
@@ -31,74 +28,33 @@ final class Zones {
     /** The racks known before the algorithm runs (the members', or the previous consumers'), by consumer index. */
     private final int[] ofConsumer;
 
-    /** {@code partitionRacks[j]}: partition j's racks (null: none); {@code consumerRacks[c]}: known consumer c's
-     * (null: none). */
-    Zones(String[][] partitionRacks, String[] consumerRacks) {
-        Map<String, Integer> found = new HashMap<>();
-        for (String[] racks : partitionRacks) {
-            if (racks != null) {
-                for (String rack : racks) {
-                    found.putIfAbsent(rack, 0);
-                }
-            }
-        }
+    /** The partitions' racks and {@code consumerRacks[c]}, known consumer c's (null: none). The partitions' are
+     * used as they are where no consumer names a rack that no partition names. */
+    Zones(PartitionRacks partitions, String[] consumerRacks) {
+        java.util.TreeSet<String> more = null; // consumers' racks that no partition names
         for (String rack : consumerRacks) {
-            if (rack != null) {
-                found.putIfAbsent(rack, 0);
+            if (rack != null && partitions.index(rack) < 0) {
+                if (more == null) {
+                    more = new java.util.TreeSet<>(Natural::compareCodePoints);
+                }
+                more.add(rack);
             }
         }
-        names = found.keySet().toArray(new String[0]);
-        Arrays.sort(names, Natural::compareCodePoints);
-        for (int r = 0; r < names.length; r++) {
-            found.put(names[r], r);
+        if (more != null) {
+            more.addAll(Arrays.asList(partitions.names));
+            partitions = new PartitionRacks(partitions, more.toArray(new String[0]));
         }
-        index = found;
-        ofPartition = new int[partitionRacks.length][];
-        bits = names.length <= 64 ? new long[partitionRacks.length] : null;
-        int[] none = new int[0];
-        int[][] single = new int[names.length][]; // one array per rack for the partitions of one rack (most)
-        for (int j = 0; j < partitionRacks.length; j++) {
-            String[] racks = partitionRacks[j];
-            if (racks == null || racks.length == 0) {
-                ofPartition[j] = none;
-                continue;
-            }
-            if (racks.length == 1) {
-                int r = found.get(racks[0]);
-                ofPartition[j] = single[r] == null ? single[r] = new int[] {r} : single[r];
-            } else {
-                int[] indices = new int[racks.length];
-                for (int i = 0; i < racks.length; i++) {
-                    indices[i] = found.get(racks[i]);
-                }
-                Arrays.sort(indices);
-                int kept = 1;
-                for (int i = 1; i < indices.length; i++) {
-                    if (indices[i] != indices[kept - 1]) {
-                        indices[kept++] = indices[i];
-                    }
-                }
-                ofPartition[j] = kept == indices.length ? indices : Arrays.copyOf(indices, kept);
-            }
-            if (bits != null) {
-                for (int r : ofPartition[j]) {
-                    bits[j] |= 1L << r;
-                }
-            }
-        }
+        names = partitions.names;
+        ofPartition = partitions.ofPartition;
+        bits = partitions.bits;
         ofConsumer = new int[consumerRacks.length];
         for (int c = 0; c < consumerRacks.length; c++) {
-            ofConsumer[c] = consumerRacks[c] == null ? NO_RACK : found.get(consumerRacks[c]);
+            ofConsumer[c] = consumerRacks[c] == null ? NO_RACK : partitions.index(consumerRacks[c]);
         }
     }
 
     int racks() {
         return names.length;
-    }
-
-    /** The index of a rack name. */
-    int rack(String name) {
-        return index.get(name);
     }
 
     /** The rack known for consumer c before the algorithm runs (minted ids: none). */
