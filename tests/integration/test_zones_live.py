@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
+import time
 import uuid
 
 import httpx
@@ -63,8 +64,15 @@ def topic(rack_cluster: ApacheKafka) -> str:
     admin = AdminClient({"bootstrap.servers": rack_cluster.bootstrap_servers})
     assignment = [[p % 3 + 1] for p in range(len(RATES))]
     admin.create_topics([NewTopic(name, len(RATES), replica_assignment=assignment)])[name].result(30)
-    described = admin.list_topics(name, timeout=30).topics[name].partitions
-    assert {p: described[p].leader for p in described} == {p: p % 3 + 1 for p in range(len(RATES))}
+    wanted = {p: p % 3 + 1 for p in range(len(RATES))}
+    deadline = time.monotonic() + 30
+    while True:  # the topic's metadata can lag its creation (no partitions yet, or leaders not elected)
+        described = admin.list_topics(name, timeout=30).topics[name].partitions
+        leaders = {p: described[p].leader for p in described}
+        if leaders == wanted or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert leaders == wanted
     return name
 
 
