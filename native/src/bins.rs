@@ -77,7 +77,7 @@ pub struct Bins<'a> {
     pub limit: Vec<f64>,
     pub load: Vec<f64>,
     pub held: Vec<Vec<u32>>,
-    tie: Vec<u64>,
+    pub tie: Vec<u64>,
     // Worst Fit: min-heap of (load − limit, tie, bin), stale entries skipped (loads only grow).
     heap: BinaryHeap<Reverse<(F, u64, u32)>>,
     // Best Fit: open bins by (residual, tie) as one integer (`ordered`), each with its bin.
@@ -209,7 +209,9 @@ impl<'a> Bins<'a> {
         self.tie.push(self.consumers.tie[c as usize]);
         self.entry.push(None);
         if self.zones.is_some() {
-            self.rack_entry.push(None);
+            if self.rule == Rule::Best {
+                self.rack_entry.push(None);
+            }
             self.is_outdated.push(false);
         }
         let b = self.ids.len() - 1;

@@ -75,6 +75,8 @@ pub struct SearchState<'p, 's> {
     slack_entry: Vec<Option<u128>>,
     /// `improve` moving partitions: the indices are renewed once it is done.
     placing: bool,
+    /// The partitions moved in this pass of `localize`.
+    pass_moves: Option<Vec<u32>>,
     /// `improve`'s tables, refilled for each neighbourhood
     hood: Neighbourhood,
 }
@@ -207,6 +209,9 @@ impl<'p, 's> SearchState<'p, 's> {
     /// Partition j to bin b (OUT: out of every bin), its cost charged or refunded (one unit of work).
     fn move_to(&mut self, j: u32, b: usize) {
         self.work += 1;
+        if let Some(moves) = &mut self.pass_moves {
+            moves.push(j);
+        }
         let was = self.owner[j as usize];
         if was != OUT {
             if self.cost(j, was) {
@@ -488,19 +493,23 @@ impl<'p, 's> SearchState<'p, 's> {
     /// nothing or `limit` units of work are spent.
     fn localize(&mut self, limit: i64) {
         let zones = self.zones;
+        let crosses = |s: &Self, j: u32| zones.crosses(j, s.rack[s.owner[j as usize]]);
         let mut kept = 0;
+        // the partitions read across zones; after the first pass, only those of the last one and those it
+        // moved can be
+        let mut crossing: Vec<u32> = (0..self.owner.len() as u32)
+            .filter(|&j| crosses(self, j))
+            .collect();
         while self.work < limit {
             self.work += self.owner.len() as i64 / 16 + 1;
-            let mut crossing: Vec<u32> = (0..self.owner.len() as u32)
-                .filter(|&j| {
-                    !zones.of_partition(j).is_empty() && !self.local(j, self.owner[j as usize])
-                })
-                .collect();
             by_rank(&mut crossing, self.rank);
+            crossing.dedup();
+            crossing.retain(|&j| crosses(self, j));
             let before = kept;
+            self.pass_moves = Some(vec![]);
             // per racks: partitions in a row left across zones
             let mut failed: Map<&[u32], usize> = Map::default();
-            for j in crossing {
+            for &j in &crossing {
                 if self.work >= limit {
                     break;
                 }
@@ -517,6 +526,7 @@ impl<'p, 's> SearchState<'p, 's> {
                     *failed.entry(racks).or_insert(0) += 1;
                 }
             }
+            crossing.extend(self.pass_moves.take().expect("the pass's moves"));
             if kept == before {
                 break;
             }
@@ -644,14 +654,22 @@ impl<'p, 's> SearchState<'p, 's> {
 
     /// The bins holding partitions, each with its partitions in (topic, partition) order, and the rack of
     /// each one whose rack is known or was chosen.
-    pub fn placement(self, key_rank: &[u32], outputs: Outputs) -> Placement {
+    pub fn placement(mut self, key_rank: &[u32], outputs: Outputs) -> Placement {
+        // (`key_rank` places each partition once: every partition, in that order, back to its bin)
+        let mut in_key_order = vec![0u32; key_rank.len()];
+        for (j, &place) in key_rank.iter().enumerate() {
+            in_key_order[place as usize] = j as u32;
+        }
+        self.held.iter_mut().for_each(Vec::clear);
+        for j in in_key_order {
+            self.held[self.owner[j as usize]].push(j);
+        }
         let mut racks = vec![];
         let mut bins = vec![];
-        for (b, mut held) in self.held.into_iter().enumerate() {
+        for (b, held) in self.held.into_iter().enumerate() {
             if held.is_empty() {
                 continue;
             }
-            by_rank(&mut held, key_rank);
             if self.rack[b] >= 0 {
                 racks.push((self.ids[b], self.rack[b] as u32));
             }
@@ -992,8 +1010,12 @@ pub fn finish_zoned<'p, 's>(
         consumers,
         pool,
         ids,
+        tie,
+        cap,
         held,
         load,
+        rack,
+        bin_of,
         zones,
         ..
     } = bins;
@@ -1003,6 +1025,19 @@ pub fn finish_zoned<'p, 's>(
     for &c in previous_ids {
         is_previous[c as usize] = true;
     }
+    let mut owner = vec![OUT; n];
+    for (b, held) in held.iter().enumerate() {
+        for &j in held {
+            owner[j as usize] = b;
+        }
+    }
+    let previous_bin = previous_owner
+        .iter()
+        .map(|&was| match bin_of.get(was as usize) {
+            Some(&b) if b != NONE => b as usize,
+            _ => OUT,
+        })
+        .collect();
     let mut state = SearchState {
         rates,
         capacity,
@@ -1014,38 +1049,24 @@ pub fn finish_zoned<'p, 's>(
         consumers,
         pool,
         spending,
-        ids: vec![],
-        tie: vec![],
-        cap: vec![],
-        held: vec![],
-        load: vec![],
-        rack: vec![],
-        owner: vec![OUT; n],
-        previous_bin: vec![OUT; n],
+        slack_entry: vec![None; ids.len()],
+        ids,
+        tie,
+        cap,
+        held,
+        load,
+        rack,
+        owner,
+        previous_bin,
         cross: 0.0,
         idle: vec![BTreeSet::new(); zones.names.len() + 1],
         work: 0,
         by_slack: None,
-        slack_entry: vec![],
         rack_slack: vec![BTreeMap::new(); zones.names.len()],
         hood: Neighbourhood::default(),
         placing: false,
+        pass_moves: None,
     };
-    let mut bin_of = vec![OUT; state.consumers.len()];
-    for (b, (c, (held, load))) in ids.into_iter().zip(held.into_iter().zip(load)).enumerate() {
-        state.add(c);
-        for &j in &held {
-            state.owner[j as usize] = b;
-        }
-        state.held[b] = held;
-        state.load[b] = load;
-        bin_of[c as usize] = b;
-    }
-    for (j, &was) in previous_owner.iter().enumerate() {
-        if was != NONE {
-            state.previous_bin[j] = bin_of.get(was as usize).copied().unwrap_or(OUT);
-        }
-    }
     // the indices and the cross-zone rate, all at once
     let open = (0..state.ids.len())
         .filter(|&b| !state.held[b].is_empty())
