@@ -73,7 +73,8 @@ pub struct SearchState<'p, 's> {
     by_slack: Option<BTreeMap<u128, usize>>,
     rack_slack: Vec<BTreeMap<u128, usize>>,
     slack_entry: Vec<Option<u128>>,
-    /// `improve` moving partitions: the indices are renewed once it is done.
+    /// Partitions being moved with the slack indices left as they are (no one reads them meanwhile): each
+    /// consumer's entry is renewed once the moves are done.
     placing: bool,
     /// The partitions moved in this pass of `localize`.
     pass_moves: Option<Vec<u32>>,
@@ -120,8 +121,8 @@ impl<'p, 's> SearchState<'p, 's> {
 
     /// Bin b's entry in the slack indices, renewed where its load changed (unless `improve` is placing).
     fn track(&mut self, b: usize) {
-        let entry = (!self.held[b].is_empty())
-            .then(|| order_key(self.load[b] - self.cap[b], self.tie[b]));
+        let entry =
+            (!self.held[b].is_empty()).then(|| order_key(self.load[b] - self.cap[b], self.tie[b]));
         if self.placing || entry == self.slack_entry[b] {
             return;
         }
@@ -231,11 +232,14 @@ impl<'p, 's> SearchState<'p, 's> {
     /// Open consumers, least utilised first, ties by id (one unit of work each).
     fn targets(&mut self) -> Targets {
         self.work += self.ids.len() as i64;
-        Targets {
-            keys: (0..self.ids.len())
+        let mut keys = Vec::with_capacity(self.ids.len());
+        keys.extend(
+            (0..self.ids.len())
                 .filter(|&b| !self.held[b].is_empty())
-                .map(|b| (order_key(self.load[b] / self.cap[b], self.tie[b]), b))
-                .collect(),
+                .map(|b| (order_key(self.load[b] / self.cap[b], self.tie[b]), b)),
+        );
+        Targets {
+            keys,
             next: 0,
             sorted: 0,
         }
@@ -249,10 +253,13 @@ impl<'p, 's> SearchState<'p, 's> {
         let (before_rate, before_moves, before_cross) =
             (self.spending.rate, self.spending.moves, self.cross);
         let mut journal: Vec<(u32, usize)> = vec![];
+        self.placing = true; // the target's entry renewed once, when it is empty
         for &j in &items {
             journal.push((j, target));
             self.move_to(j, OUT);
         }
+        self.placing = false;
+        self.track(target);
         let closed = items
             .iter()
             .all(|&j| self.relocate(j, target, &mut journal));
@@ -261,8 +268,16 @@ impl<'p, 's> SearchState<'p, 's> {
         if closed && gain > 1e-9 && self.spending.within() {
             return true;
         }
+        // undone, each consumer's entry renewed once
+        self.placing = true;
+        let mut touched = Vec::with_capacity(2 * journal.len());
         for &(j, b) in journal.iter().rev() {
+            touched.extend([self.owner[j as usize], b]);
             self.move_to(j, b);
+        }
+        self.placing = false;
+        for b in touched.into_iter().filter(|&b| b != OUT) {
+            self.track(b);
         }
         self.spending.rate = before_rate;
         self.spending.moves = before_moves;
@@ -315,13 +330,17 @@ impl<'p, 's> SearchState<'p, 's> {
                     continue;
                 }
                 journal.push((y, b));
+                // b's entry is left as it was while y is out: Best Fit excludes b wherever it stands
+                self.placing = true;
                 self.move_to(y, OUT);
+                self.placing = false;
                 match self.best_fit(ry, b, None) {
                     None => {
                         self.move_to(y, b);
                         journal.pop();
                     }
                     Some(other) => {
+                        self.track(b);
                         self.move_to(y, other);
                         self.move_to(j, b);
                         return true;
@@ -738,9 +757,9 @@ fn in_order(mut items: Vec<(u64, u64, usize)>) -> Vec<usize> {
     let Some(&(key, tie, _)) = items.first() else {
         return vec![];
     };
-    let (keys, ties) = items
-        .iter()
-        .fold((0, 0), |(k, t), item| (k | (item.0 ^ key), t | (item.1 ^ tie)));
+    let (keys, ties) = items.iter().fold((0, 0), |(k, t), item| {
+        (k | (item.0 ^ key), t | (item.1 ^ tie))
+    });
     let bytes = |varying: u64| (0..64).step_by(8).filter(move |s| varying >> s & 0xff != 0);
     let digits = bytes(ties)
         .map(|shift| (false, shift))
@@ -1068,10 +1087,12 @@ pub fn finish_zoned<'p, 's>(
         pass_moves: None,
     };
     // the indices and the cross-zone rate, all at once
-    let open = (0..state.ids.len())
-        .filter(|&b| !state.held[b].is_empty())
-        .map(|b| (ordered(state.load[b] - state.cap[b]), state.tie[b], b))
-        .collect();
+    let mut open = Vec::with_capacity(state.ids.len());
+    open.extend(
+        (0..state.ids.len())
+            .filter(|&b| !state.held[b].is_empty())
+            .map(|b| (ordered(state.load[b] - state.cap[b]), state.tie[b], b)),
+    );
     let entries: Vec<(u128, usize)> = in_order(open)
         .into_iter()
         .map(|b| (order_key(state.load[b] - state.cap[b], state.tie[b]), b))

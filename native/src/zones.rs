@@ -91,15 +91,22 @@ impl Zones {
     }
 
     /// Whether partition j is read within its zone by a consumer in `rack`.
+    #[inline]
     pub fn local(&self, j: u32, rack: i32) -> bool {
         match self.lone[j as usize] {
-            NO_RACK => false,
-            SEVERAL => rack >= 0 && self.of_partition(j).contains(&(rack as u32)),
-            lone => lone == rack,
+            SEVERAL => self.among(j, rack),
+            lone => lone >= 0 && lone == rack,
         }
     }
 
+    /// Whether `rack` is one of partition j's several racks.
+    #[inline(never)]
+    fn among(&self, j: u32, rack: i32) -> bool {
+        rack >= 0 && self.of_partition(j).contains(&(rack as u32))
+    }
+
     /// Whether partition j has racks and a consumer in `rack` reads it across zones.
+    #[inline]
     pub fn crosses(&self, j: u32, rack: i32) -> bool {
         self.lone[j as usize] != NO_RACK && !self.local(j, rack)
     }
