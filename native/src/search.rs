@@ -1023,36 +1023,22 @@ pub fn finish_zoned<'p, 's>(
     rank: &'p [u32],
     members: bool,
 ) -> SearchState<'p, 's> {
-    let Bins {
-        rates,
-        previous_owner,
-        consumers,
-        pool,
-        ids,
-        tie,
-        cap,
-        held,
-        load,
-        rack,
-        bin_of,
-        zones,
-        ..
-    } = bins;
-    let zones = zones.expect("zone mode");
+    let (rates, previous_owner) = (bins.rates, bins.previous_owner);
+    let zones = bins.zones.expect("zone mode");
     let n = rates.len();
-    let mut is_previous = vec![false; consumers.len()];
+    let mut is_previous = vec![false; bins.consumers.len()];
     for &c in previous_ids {
         is_previous[c as usize] = true;
     }
     let mut owner = vec![OUT; n];
-    for (b, held) in held.iter().enumerate() {
+    for (b, held) in bins.held.iter().enumerate() {
         for &j in held {
             owner[j as usize] = b;
         }
     }
     let previous_bin = previous_owner
         .iter()
-        .map(|&was| match bin_of.get(was as usize) {
+        .map(|&was| match bins.bin_of.get(was as usize) {
             Some(&b) if b != NONE => b as usize,
             _ => OUT,
         })
@@ -1065,16 +1051,17 @@ pub fn finish_zoned<'p, 's>(
         zones,
         members,
         is_previous,
-        consumers,
-        pool,
+        consumers: bins.consumers,
+        pool: bins.pool,
         spending,
-        slack_entry: vec![None; ids.len()],
-        ids,
-        tie,
-        cap,
-        held,
-        load,
-        rack,
+        slack_entry: vec![None; bins.ids.len()],
+        // the bins as Modified Any Fit left them
+        ids: bins.ids,
+        tie: bins.tie,
+        cap: bins.cap,
+        held: bins.held,
+        load: bins.load,
+        rack: bins.rack,
         owner,
         previous_bin,
         cross: 0.0,
