@@ -77,10 +77,9 @@ pub struct Bins<'a> {
     pub limit: Vec<f64>,
     pub load: Vec<f64>,
     pub held: Vec<Vec<u32>>,
-    tie: Vec<u64>,
+    pub tie: Vec<u64>,
     // Worst Fit: min-heap of (load − limit, tie, bin), stale entries skipped (loads only grow).
     heap: BinaryHeap<Reverse<(F, u64, u32)>>,
-    // Best Fit: open bins by (residual, tie, bin).
     // Best Fit: open bins by (residual, tie) as one integer (`ordered`), each with its bin.
     by_residual: BTreeMap<u128, u32>,
     entry: Vec<Option<u128>>,
@@ -93,7 +92,12 @@ pub struct Bins<'a> {
     pub zones: Option<&'a Zones>,
     pub rack: Vec<i32>,
     rack_residual: Vec<BTreeMap<u128, u32>>,
+    rack_entry: Vec<Option<u128>>,
     rack_heap: Vec<BinaryHeap<Reverse<(F, u64, u32)>>>,
+    /// Zone mode: the bins whose entry in the index of every bin is out of date. Most partitions go to a bin
+    /// of their racks, so that index is brought up to date only when it is read, each bin once.
+    outdated: Vec<u32>,
+    is_outdated: Vec<bool>,
     /// consumer → its bin (NONE: not open)
     pub bin_of: Vec<u32>,
 }
@@ -136,7 +140,10 @@ impl<'a> Bins<'a> {
             zones,
             rack: vec![],
             rack_residual: vec![BTreeMap::new(); if rule == Rule::Best { racks } else { 0 }],
+            rack_entry: vec![],
             rack_heap: vec![BinaryHeap::new(); if rule == Rule::Worst { racks } else { 0 }],
+            outdated: vec![],
+            is_outdated: vec![],
             bin_of: vec![],
             consumers,
         };
@@ -201,6 +208,12 @@ impl<'a> Bins<'a> {
         self.held.push(vec![]);
         self.tie.push(self.consumers.tie[c as usize]);
         self.entry.push(None);
+        if self.zones.is_some() {
+            if self.rule == Rule::Best {
+                self.rack_entry.push(None);
+            }
+            self.is_outdated.push(false);
+        }
         let b = self.ids.len() - 1;
         if self.rule == Rule::First {
             let leaf = self
@@ -218,6 +231,9 @@ impl<'a> Bins<'a> {
 
     /// An open bin that takes partition j under this rule, or None.
     pub fn find(&mut self, j: u32) -> Option<usize> {
+        if !self.outdated.is_empty() {
+            self.bring_up_to_date();
+        }
         let need = self.rates[j as usize];
         match self.rule {
             Rule::Next => {
@@ -267,30 +283,62 @@ impl<'a> Bins<'a> {
                     i >>= 1;
                 }
             }
-            Rule::Best => {
-                let old = self.entry[b];
-                if let Some(old) = old {
-                    self.by_residual.remove(&old);
-                }
-                let new =
-                    (ordered(self.limit[b] - self.load[b]) as u128) << 64 | self.tie[b] as u128;
-                self.entry[b] = Some(new);
-                self.by_residual.insert(new, b as u32);
+            Rule::Best | Rule::Worst => {
                 if self.rack[b] != NO_RACK {
-                    let runs = &mut self.rack_residual[self.rack[b] as usize];
-                    if let Some(old) = old {
-                        runs.remove(&old);
+                    let rack = self.rack[b] as usize;
+                    if self.rule == Rule::Best {
+                        let new = self.residual_entry(b);
+                        let runs = &mut self.rack_residual[rack];
+                        if let Some(old) = self.rack_entry[b].replace(new) {
+                            runs.remove(&old);
+                        }
+                        runs.insert(new, b as u32);
+                    } else {
+                        let entry = self.heap_entry(b);
+                        Self::renew(&mut self.rack_heap[rack], entry);
                     }
-                    runs.insert(new, b as u32);
+                }
+                if self.zones.is_none() {
+                    self.renew_every(b);
+                } else if !self.is_outdated[b] {
+                    self.is_outdated[b] = true;
+                    self.outdated.push(b as u32);
                 }
             }
-            Rule::Worst => {
-                let entry = Reverse((F(self.load[b] - self.limit[b]), self.tie[b], b as u32));
-                Self::renew(&mut self.heap, entry);
-                if self.rack[b] != NO_RACK {
-                    Self::renew(&mut self.rack_heap[self.rack[b] as usize], entry);
-                }
+        }
+    }
+
+    /// Best Fit: bin b's entry, (residual, tie) as one integer.
+    fn residual_entry(&self, b: usize) -> u128 {
+        (ordered(self.limit[b] - self.load[b]) as u128) << 64 | self.tie[b] as u128
+    }
+
+    /// Worst Fit: bin b's entry, (load − limit, tie, bin).
+    fn heap_entry(&self, b: usize) -> Reverse<(F, u64, u32)> {
+        Reverse((F(self.load[b] - self.limit[b]), self.tie[b], b as u32))
+    }
+
+    /// Zone mode: the index of every bin brought up to date, before it is read.
+    #[inline(never)]
+    fn bring_up_to_date(&mut self) {
+        for b in std::mem::take(&mut self.outdated) {
+            self.is_outdated[b as usize] = false;
+            self.renew_every(b as usize);
+        }
+    }
+
+    /// Bin b's entry in the rule's index of every bin, renewed.
+    #[inline(always)]
+    fn renew_every(&mut self, b: usize) {
+        if self.rule == Rule::Best {
+            let new = self.residual_entry(b);
+            if let Some(old) = self.entry[b].replace(new) {
+                self.by_residual.remove(&old);
             }
+            self.by_residual.insert(new, b as u32);
+        } else {
+            let entry = self.heap_entry(b);
+            Self::renew(&mut self.heap, entry);
         }
     }
 
@@ -389,7 +437,7 @@ impl<'a> Bins<'a> {
         }
         self.load[b] += self.rates[j as usize];
         self.held[b].push(j);
-        let key = Reverse((F(self.load[b] - self.limit[b]), self.tie[b], b as u32));
+        let key = self.heap_entry(b);
         *self
             .heap
             .peek_mut()

@@ -177,10 +177,7 @@ pub fn modified_any_fit(
             // zone mode: the partitions it reads across zones go (without members: a consumer can be started
             // in their zones), or come after its others (with members: kept while they fit)
             let rack = zones.rack_of(consumer);
-            let crossing = |&j: &u32| {
-                let racks = zones.of_partition(j);
-                !racks.is_empty() && !zones.local(j, rack)
-            };
+            let crossing = |&j: &u32| zones.crosses(j, rack);
             if pset.iter().any(crossing) {
                 let (across, mut own): (Vec<u32>, Vec<u32>) =
                     pset.iter().partition(|j| crossing(j));

@@ -281,7 +281,8 @@ fn zone_report(
         racks.push(rack);
         cross.push(zones.cross_zone(&p.rates, held, rack));
     }
-    let total = fsum(cross.iter().copied());
+    // (fsum is correctly rounded: the zeros of the consumers that read within their zone change nothing)
+    let total = fsum(cross.iter().copied().filter(|&rate| rate != 0.0));
     ZoneReport {
         racks,
         cross,

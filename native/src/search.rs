@@ -35,8 +35,7 @@ const FAILED_CLOSES: usize = 16;
 const K: usize = 4;
 const NODES: i64 = 1_000;
 
-/// (a float, a consumer's id) as one integer, ordered as the tuple: the slack indices' (load − capacity, id),
-/// `targets`' (utilisation, id).
+/// (a float, a consumer's id) as one integer, ordered as the tuple: the slack indices' (load − capacity, id).
 fn order_key(value: f64, tie: u64) -> u128 {
     (ordered(value) as u128) << 64 | tie as u128
 }
@@ -69,9 +68,16 @@ pub struct SearchState<'p, 's> {
     /// The consumers emptied by the search, by rack (index rack + 1: 0 for those without one).
     idle: Vec<BTreeSet<usize>>,
     work: i64,
-    by_slack: BTreeMap<u128, usize>,
-    slack_entry: Vec<Option<u128>>,
+    /// The open consumers by (load − capacity, id), all of them (until `merge`, the last to read it, is done)
+    /// and by rack; each one's entry there.
+    by_slack: Option<BTreeMap<u128, usize>>,
     rack_slack: Vec<BTreeMap<u128, usize>>,
+    slack_entry: Vec<Option<u128>>,
+    /// Partitions being moved with the slack indices left as they are (no one reads them meanwhile): each
+    /// consumer's entry is renewed once the moves are done.
+    placing: bool,
+    /// The partitions moved in this pass of `localize`.
+    pass_moves: Option<Vec<u32>>,
     /// `improve`'s tables, refilled for each neighbourhood
     hood: Neighbourhood,
 }
@@ -113,18 +119,27 @@ impl<'p, 's> SearchState<'p, 's> {
         self.track(b);
     }
 
+    /// Bin b's entry in the slack indices, renewed where its load changed (unless `improve` is placing).
     fn track(&mut self, b: usize) {
+        let entry =
+            (!self.held[b].is_empty()).then(|| order_key(self.load[b] - self.cap[b], self.tie[b]));
+        if self.placing || entry == self.slack_entry[b] {
+            return;
+        }
         let rack = self.rack[b];
-        if let Some(old) = self.slack_entry[b].take() {
-            self.by_slack.remove(&old);
+        if let Some(old) = self.slack_entry[b] {
+            if let Some(by_slack) = &mut self.by_slack {
+                by_slack.remove(&old);
+            }
             if rack != NO_RACK {
                 self.rack_slack[rack as usize].remove(&old);
             }
         }
-        if !self.held[b].is_empty() {
-            let entry = order_key(self.load[b] - self.cap[b], self.tie[b]);
-            self.slack_entry[b] = Some(entry);
-            self.by_slack.insert(entry, b);
+        self.slack_entry[b] = entry;
+        if let Some(entry) = entry {
+            if let Some(by_slack) = &mut self.by_slack {
+                by_slack.insert(entry, b);
+            }
             if rack != NO_RACK {
                 self.rack_slack[rack as usize].insert(entry, b);
             }
@@ -156,12 +171,16 @@ impl<'p, 's> SearchState<'p, 's> {
         self.previous_owner[j as usize] != NONE && self.previous_bin[j as usize] != b
     }
 
+    fn by_slack(&self) -> &BTreeMap<u128, usize> {
+        self.by_slack.as_ref().expect("the index of every consumer")
+    }
+
     /// The open consumer with the least remaining capacity that takes `rate` (among one rack's when `rack` is
     /// given), other than `excluded`, or None.
     fn best_fit(&self, rate: f64, excluded: usize, rack: Option<u32>) -> Option<usize> {
         let runs = match rack {
             Some(r) => &self.rack_slack[r as usize],
-            None => &self.by_slack,
+            None => self.by_slack(),
         };
         let mut found = runs
             .range(..below(self.capacity * ROUNDING_ERROR - rate))
@@ -191,6 +210,9 @@ impl<'p, 's> SearchState<'p, 's> {
     /// Partition j to bin b (OUT: out of every bin), its cost charged or refunded (one unit of work).
     fn move_to(&mut self, j: u32, b: usize) {
         self.work += 1;
+        if let Some(moves) = &mut self.pass_moves {
+            moves.push(j);
+        }
         let was = self.owner[j as usize];
         if was != OUT {
             if self.cost(j, was) {
@@ -208,14 +230,19 @@ impl<'p, 's> SearchState<'p, 's> {
     }
 
     /// Open consumers, least utilised first, ties by id (one unit of work each).
-    fn targets(&mut self) -> Vec<usize> {
+    fn targets(&mut self) -> Targets {
         self.work += self.ids.len() as i64;
-        let mut open: Vec<(u128, usize)> = (0..self.ids.len())
-            .filter(|&b| !self.held[b].is_empty())
-            .map(|b| (order_key(self.load[b] / self.cap[b], self.tie[b]), b))
-            .collect();
-        open.sort_unstable(); // (utilisation, id) is unique
-        open.into_iter().map(|(_, b)| b).collect()
+        let mut keys = Vec::with_capacity(self.ids.len());
+        keys.extend(
+            (0..self.ids.len())
+                .filter(|&b| !self.held[b].is_empty())
+                .map(|b| (order_key(self.load[b] / self.cap[b], self.tie[b]), b)),
+        );
+        Targets {
+            keys,
+            next: 0,
+            sorted: 0,
+        }
     }
 
     /// Close the target if each of its partitions, largest first, finds another consumer and that lowers
@@ -226,10 +253,13 @@ impl<'p, 's> SearchState<'p, 's> {
         let (before_rate, before_moves, before_cross) =
             (self.spending.rate, self.spending.moves, self.cross);
         let mut journal: Vec<(u32, usize)> = vec![];
+        self.placing = true; // the target's entry renewed once, when it is empty
         for &j in &items {
             journal.push((j, target));
             self.move_to(j, OUT);
         }
+        self.placing = false;
+        self.track(target);
         let closed = items
             .iter()
             .all(|&j| self.relocate(j, target, &mut journal));
@@ -238,8 +268,16 @@ impl<'p, 's> SearchState<'p, 's> {
         if closed && gain > 1e-9 && self.spending.within() {
             return true;
         }
+        // undone, each consumer's entry renewed once
+        self.placing = true;
+        let mut touched = Vec::with_capacity(2 * journal.len());
         for &(j, b) in journal.iter().rev() {
+            touched.extend([self.owner[j as usize], b]);
             self.move_to(j, b);
+        }
+        self.placing = false;
+        for b in touched.into_iter().filter(|&b| b != OUT) {
+            self.track(b);
         }
         self.spending.rate = before_rate;
         self.spending.moves = before_moves;
@@ -272,7 +310,7 @@ impl<'p, 's> SearchState<'p, 's> {
             return true;
         }
         let roomiest: Vec<usize> = self
-            .by_slack
+            .by_slack()
             .values()
             .take(EJECTION_TRIES)
             .copied()
@@ -292,13 +330,17 @@ impl<'p, 's> SearchState<'p, 's> {
                     continue;
                 }
                 journal.push((y, b));
+                // b's entry is left as it was while y is out: Best Fit excludes b wherever it stands
+                self.placing = true;
                 self.move_to(y, OUT);
+                self.placing = false;
                 match self.best_fit(ry, b, None) {
                     None => {
                         self.move_to(y, b);
                         journal.pop();
                     }
                     Some(other) => {
+                        self.track(b);
                         self.move_to(y, other);
                         self.move_to(j, b);
                         return true;
@@ -323,29 +365,41 @@ impl<'p, 's> SearchState<'p, 's> {
         let (spent, better) = hood.solve(cutoff);
         self.work += spent;
         if better {
+            self.placing = true;
             for (&j, &slot) in hood.items.iter().zip(&hood.best) {
                 let b = hood.bins[slot];
                 if self.owner[j as usize] != b {
                     self.move_to(j, b);
                 }
             }
+            self.placing = false;
+            for &b in &hood.bins {
+                self.track(b);
+            }
         }
         self.hood = hood;
         better
     }
 
-    /// The target and the K − 1 other open consumers with the most remaining capacity (ties by id).
-    fn neighbourhood(&self, target: usize) -> Vec<usize> {
-        let mut chosen = vec![target];
-        for &b in self.by_slack.values() {
-            if chosen.len() == K {
-                break;
-            }
-            if b != target {
-                chosen.push(b);
-            }
-        }
-        chosen
+    /// The K open consumers with the most remaining capacity (ties by id).
+    fn roomiest(&self) -> Vec<usize> {
+        self.by_slack().values().take(K).copied().collect()
+    }
+
+    /// Whether the target and the K − 1 other consumers of `roomiest` (`bins`, filled here) have room for the
+    /// partitions of all but one of them.
+    fn closable(&self, target: usize, roomiest: &[usize], bins: &mut Vec<usize>) -> bool {
+        bins.clear();
+        bins.push(target);
+        bins.extend(roomiest.iter().filter(|&&b| b != target).take(K - 1));
+        let load = bins.iter().fold(0.0, |s, &b| s + self.load[b]);
+        let caps = bins.iter().fold(0.0, |s, &b| s + self.cap[b]);
+        let least = bins
+            .iter()
+            .map(|&b| self.cap[b])
+            .min_by(|a, b| F(*a).cmp(&F(*b)))
+            .expect("the target");
+        load <= (caps - least) * ROUNDING
     }
 
     /// Passes of `dissolve` over the consumers, least utilised first, until a pass closes none, it fails
@@ -391,27 +445,26 @@ impl<'p, 's> SearchState<'p, 's> {
     /// One pass of `resolve` over the consumers, least utilised first, each with the consumers of the most
     /// room, until it fails FAILED_MERGES times in a row or `limit` units of work are spent.
     fn merge(&mut self, limit: i64) {
-        let mut failures = 0;
+        let (mut failures, mut bins, mut roomiest) = (0, Vec::with_capacity(K), self.roomiest());
+        // where no neighbourhood can close a consumer now, the pass changes nothing but the work it counts
+        let open = |b: &usize| !self.held[*b].is_empty();
+        if !(0..self.ids.len())
+            .filter(open)
+            .any(|b| self.closable(b, &roomiest, &mut bins))
+        {
+            self.work += self.ids.len() as i64;
+            return;
+        }
         for target in self.targets() {
             if self.work >= limit || failures >= FAILED_MERGES {
                 break;
             }
-            if self.held[target].is_empty() {
-                continue;
-            }
-            let bins = self.neighbourhood(target);
-            let load = bins.iter().fold(0.0, |s, &b| s + self.load[b]);
-            let caps = bins.iter().fold(0.0, |s, &b| s + self.cap[b]);
-            let least = bins
-                .iter()
-                .map(|&b| self.cap[b])
-                .min_by(|a, b| F(*a).cmp(&F(*b)))
-                .expect("the target");
-            if load > (caps - least) * ROUNDING {
+            if self.held[target].is_empty() || !self.closable(target, &roomiest, &mut bins) {
                 continue; // no consumer can go
             }
             if self.improve(&bins, limit) {
                 failures = 0;
+                roomiest = self.roomiest();
             } else {
                 failures += 1;
             }
@@ -459,19 +512,23 @@ impl<'p, 's> SearchState<'p, 's> {
     /// nothing or `limit` units of work are spent.
     fn localize(&mut self, limit: i64) {
         let zones = self.zones;
+        let crosses = |s: &Self, j: u32| zones.crosses(j, s.rack[s.owner[j as usize]]);
         let mut kept = 0;
+        // the partitions read across zones; after the first pass, only those of the last one and those it
+        // moved can be
+        let mut crossing: Vec<u32> = (0..self.owner.len() as u32)
+            .filter(|&j| crosses(self, j))
+            .collect();
         while self.work < limit {
             self.work += self.owner.len() as i64 / 16 + 1;
-            let mut crossing: Vec<u32> = (0..self.owner.len() as u32)
-                .filter(|&j| {
-                    !zones.of_partition(j).is_empty() && !self.local(j, self.owner[j as usize])
-                })
-                .collect();
             by_rank(&mut crossing, self.rank);
+            crossing.dedup();
+            crossing.retain(|&j| crosses(self, j));
             let before = kept;
+            self.pass_moves = Some(vec![]);
             // per racks: partitions in a row left across zones
             let mut failed: Map<&[u32], usize> = Map::default();
-            for j in crossing {
+            for &j in &crossing {
                 if self.work >= limit {
                     break;
                 }
@@ -488,6 +545,7 @@ impl<'p, 's> SearchState<'p, 's> {
                     *failed.entry(racks).or_insert(0) += 1;
                 }
             }
+            crossing.extend(self.pass_moves.take().expect("the pass's moves"));
             if kept == before {
                 break;
             }
@@ -615,14 +673,22 @@ impl<'p, 's> SearchState<'p, 's> {
 
     /// The bins holding partitions, each with its partitions in (topic, partition) order, and the rack of
     /// each one whose rack is known or was chosen.
-    pub fn placement(self, key_rank: &[u32], outputs: Outputs) -> Placement {
+    pub fn placement(mut self, key_rank: &[u32], outputs: Outputs) -> Placement {
+        // (`key_rank` places each partition once: every partition, in that order, back to its bin)
+        let mut in_key_order = vec![0u32; key_rank.len()];
+        for (j, &place) in key_rank.iter().enumerate() {
+            in_key_order[place as usize] = j as u32;
+        }
+        self.held.iter_mut().for_each(Vec::clear);
+        for j in in_key_order {
+            self.held[self.owner[j as usize]].push(j);
+        }
         let mut racks = vec![];
         let mut bins = vec![];
-        for (b, mut held) in self.held.into_iter().enumerate() {
+        for (b, held) in self.held.into_iter().enumerate() {
             if held.is_empty() {
                 continue;
             }
-            by_rank(&mut held, key_rank);
             if self.rack[b] >= 0 {
                 racks.push((self.ids[b], self.rack[b] as u32));
             }
@@ -650,6 +716,75 @@ fn by_rank(partitions: &mut [u32], rank: &[u32]) {
     for (j, key) in partitions.iter_mut().zip(keys) {
         *j = key as u32;
     }
+}
+
+/// The open consumers of `targets` in the order of their keys ((a value, id) as one integer), sorted as they
+/// are taken: a pass of `consolidate` or `merge` takes the first few of thousands, most times.
+struct Targets {
+    keys: Vec<(u128, usize)>,
+    next: usize,
+    sorted: usize,
+}
+
+impl Iterator for Targets {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        if self.next == self.sorted {
+            let rest = &mut self.keys[self.sorted..];
+            if rest.is_empty() {
+                return None;
+            }
+            // the next 64, then four times as many as taken so far, then the rest
+            let mut chunk = (4 * self.sorted).max(64);
+            if 2 * chunk >= rest.len() {
+                chunk = rest.len();
+            } else {
+                rest.select_nth_unstable(chunk);
+            }
+            rest[..chunk].sort_unstable(); // the keys are unique
+            self.sorted += chunk;
+        }
+        self.next += 1;
+        Some(self.keys[self.next - 1].1)
+    }
+}
+
+/// Bins (key, tie, bin) in the order of (key, tie), as sorting their `order_key`s would put them, in linear
+/// time: a radix sort on the bytes that vary among them, the tie's then the key's. (The search orders every
+/// consumer by slack once and by utilisation in each pass: tens of thousands, many of them alike.)
+fn in_order(mut items: Vec<(u64, u64, usize)>) -> Vec<usize> {
+    let Some(&(key, tie, _)) = items.first() else {
+        return vec![];
+    };
+    let (keys, ties) = items.iter().fold((0, 0), |(k, t), item| {
+        (k | (item.0 ^ key), t | (item.1 ^ tie))
+    });
+    let bytes = |varying: u64| (0..64).step_by(8).filter(move |s| varying >> s & 0xff != 0);
+    let digits = bytes(ties)
+        .map(|shift| (false, shift))
+        .chain(bytes(keys).map(|shift| (true, shift)));
+    let mut sorted = vec![(0, 0, 0); items.len()];
+    for (of_key, shift) in digits {
+        let digit = |item: &(u64, u64, usize)| {
+            (if of_key { item.0 } else { item.1 } >> shift) as usize & 0xff
+        };
+        let mut start = [0usize; 256];
+        for item in &items {
+            start[digit(item)] += 1;
+        }
+        let mut at = 0;
+        for slot in start.iter_mut() {
+            (*slot, at) = (at, at + *slot);
+        }
+        for item in &items {
+            let d = digit(item);
+            sorted[start[d]] = *item;
+            start[d] += 1;
+        }
+        std::mem::swap(&mut items, &mut sorted);
+    }
+    items.into_iter().map(|(_, _, b)| b).collect()
 }
 
 /// Python's max(0.0, x).
@@ -888,23 +1023,26 @@ pub fn finish_zoned<'p, 's>(
     rank: &'p [u32],
     members: bool,
 ) -> SearchState<'p, 's> {
-    let Bins {
-        rates,
-        previous_owner,
-        consumers,
-        pool,
-        ids,
-        held,
-        load,
-        zones,
-        ..
-    } = bins;
-    let zones = zones.expect("zone mode");
+    let (rates, previous_owner) = (bins.rates, bins.previous_owner);
+    let zones = bins.zones.expect("zone mode");
     let n = rates.len();
-    let mut is_previous = vec![false; consumers.len()];
+    let mut is_previous = vec![false; bins.consumers.len()];
     for &c in previous_ids {
         is_previous[c as usize] = true;
     }
+    let mut owner = vec![OUT; n];
+    for (b, held) in bins.held.iter().enumerate() {
+        for &j in held {
+            owner[j as usize] = b;
+        }
+    }
+    let previous_bin = previous_owner
+        .iter()
+        .map(|&was| match bins.bin_of.get(was as usize) {
+            Some(&b) if b != NONE => b as usize,
+            _ => OUT,
+        })
+        .collect();
     let mut state = SearchState {
         rates,
         capacity,
@@ -913,46 +1051,39 @@ pub fn finish_zoned<'p, 's>(
         zones,
         members,
         is_previous,
-        consumers,
-        pool,
+        consumers: bins.consumers,
+        pool: bins.pool,
         spending,
-        ids: vec![],
-        tie: vec![],
-        cap: vec![],
-        held: vec![],
-        load: vec![],
-        rack: vec![],
-        owner: vec![OUT; n],
-        previous_bin: vec![OUT; n],
+        slack_entry: vec![None; bins.ids.len()],
+        // the bins as Modified Any Fit left them
+        ids: bins.ids,
+        tie: bins.tie,
+        cap: bins.cap,
+        held: bins.held,
+        load: bins.load,
+        rack: bins.rack,
+        owner,
+        previous_bin,
         cross: 0.0,
         idle: vec![BTreeSet::new(); zones.names.len() + 1],
         work: 0,
-        by_slack: BTreeMap::new(),
-        slack_entry: vec![],
+        by_slack: None,
         rack_slack: vec![BTreeMap::new(); zones.names.len()],
         hood: Neighbourhood::default(),
+        placing: false,
+        pass_moves: None,
     };
-    let mut bin_of = vec![OUT; state.consumers.len()];
-    for (b, (c, (held, load))) in ids.into_iter().zip(held.into_iter().zip(load)).enumerate() {
-        state.add(c);
-        for &j in &held {
-            state.owner[j as usize] = b;
-        }
-        state.held[b] = held;
-        state.load[b] = load;
-        bin_of[c as usize] = b;
-    }
-    for (j, &was) in previous_owner.iter().enumerate() {
-        if was != NONE {
-            state.previous_bin[j] = bin_of.get(was as usize).copied().unwrap_or(OUT);
-        }
-    }
     // the indices and the cross-zone rate, all at once
-    let mut entries: Vec<(u128, usize)> = (0..state.ids.len())
-        .filter(|&b| !state.held[b].is_empty())
+    let mut open = Vec::with_capacity(state.ids.len());
+    open.extend(
+        (0..state.ids.len())
+            .filter(|&b| !state.held[b].is_empty())
+            .map(|b| (ordered(state.load[b] - state.cap[b]), state.tie[b], b)),
+    );
+    let entries: Vec<(u128, usize)> = in_order(open)
+        .into_iter()
         .map(|b| (order_key(state.load[b] - state.cap[b], state.tie[b]), b))
         .collect();
-    entries.sort_unstable();
     let mut by_rack: Vec<Vec<(u128, usize)>> = vec![vec![]; zones.names.len()];
     for &(entry, b) in &entries {
         state.slack_entry[b] = Some(entry);
@@ -960,7 +1091,7 @@ pub fn finish_zoned<'p, 's>(
             by_rack[state.rack[b] as usize].push((entry, b));
         }
     }
-    state.by_slack = entries.into_iter().collect();
+    state.by_slack = Some(entries.into_iter().collect());
     state.rack_slack = by_rack.into_iter().map(BTreeMap::from_iter).collect();
     state.cross = (0..state.ids.len()).fold(0.0, |sum, b| {
         sum + zones.cross_zone(rates, &state.held[b], state.rack[b])
@@ -968,6 +1099,7 @@ pub fn finish_zoned<'p, 's>(
     let limit = 20 * n as i64 + 50_000;
     state.consolidate(limit / 2);
     state.merge(limit);
+    state.by_slack = None;
     state.rerack();
     state.localize(limit);
     state

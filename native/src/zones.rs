@@ -8,12 +8,17 @@ use crate::problem::fsum;
 
 /// A consumer whose rack is not known (or not chosen yet).
 pub const NO_RACK: i32 = -1;
+/// A partition with several racks.
+const SEVERAL: i32 = -2;
 
 pub struct Zones {
     pub names: Vec<String>,
     /// Partition j's racks, sorted and each once: `racks[starts[j]..starts[j + 1]]`.
     starts: Vec<u32>,
     racks: Vec<u32>,
+    /// Partition j's rack where it has one (most have: their leader's), else NO_RACK (none) or SEVERAL: the
+    /// test of a partition's zone reads one number, most times.
+    lone: Vec<i32>,
     /// The racks known before the algorithm runs (the members', or the previous consumers'), by consumer.
     of_consumer: Vec<i32>,
 }
@@ -36,6 +41,7 @@ impl Zones {
         }
         let mut starts = Vec::with_capacity(n + 1);
         let mut racks = Vec::with_capacity(n);
+        let mut lone = Vec::with_capacity(n);
         starts.push(0);
         for j in 0..n {
             let listed = partition_racks(j);
@@ -54,6 +60,12 @@ impl Zones {
                 }
                 racks.truncate(kept);
             }
+            let from = starts[j] as usize;
+            lone.push(match racks.len() - from {
+                0 => NO_RACK,
+                1 => racks[from] as i32,
+                _ => SEVERAL,
+            });
             starts.push(racks.len() as u32);
         }
         let mut of_consumer = vec![NO_RACK; known];
@@ -64,6 +76,7 @@ impl Zones {
             names: order.iter().map(|&id| names[id as usize].clone()).collect(),
             starts,
             racks,
+            lone,
             of_consumer,
         }
     }
@@ -78,17 +91,37 @@ impl Zones {
     }
 
     /// Whether partition j is read within its zone by a consumer in `rack`.
+    #[inline]
     pub fn local(&self, j: u32, rack: i32) -> bool {
+        match self.lone[j as usize] {
+            SEVERAL => self.among(j, rack),
+            lone => lone >= 0 && lone == rack,
+        }
+    }
+
+    /// Whether `rack` is one of partition j's several racks.
+    #[inline(never)]
+    fn among(&self, j: u32, rack: i32) -> bool {
         rack >= 0 && self.of_partition(j).contains(&(rack as u32))
+    }
+
+    /// Whether partition j has racks and a consumer in `rack` reads it across zones.
+    #[inline]
+    pub fn crosses(&self, j: u32, rack: i32) -> bool {
+        self.lone[j as usize] != NO_RACK && !self.local(j, rack)
     }
 
     /// The rate a consumer in `rack` holding `held` reads across zones (math.fsum, as the reference sums it).
     pub fn cross_zone(&self, rates: &[f64], held: &[u32], rack: i32) -> f64 {
-        fsum(
-            held.iter()
-                .filter(|&&j| !self.local(j, rack))
-                .map(|&j| rates[j as usize]),
-        )
+        match held.iter().position(|&j| !self.local(j, rack)) {
+            None => 0.0, // (most consumers)
+            Some(first) => fsum(
+                held[first..]
+                    .iter()
+                    .filter(|&&j| !self.local(j, rack))
+                    .map(|&j| rates[j as usize]),
+            ),
+        }
     }
 
     /// The rack where the most of `held`'s rate is local (ties: the first by name); NO_RACK where none is.
