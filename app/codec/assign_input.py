@@ -32,7 +32,16 @@ from app.codec.assign import (
     problem_of,
 )
 from app.codec.groups import HISTORY_MOVES, RatesDocument
-from app.codec.wire import INLINE_BYTES, PartitionRate, RequestPartition, decode, encode, keys_of, wired
+from app.codec.wire import (
+    INLINE_BYTES,
+    READ_INLINE_BYTES,
+    PartitionRate,
+    RequestPartition,
+    decode,
+    encode,
+    keys_of,
+    wired,
+)
 from app.core import native
 from app.core.algorithm import Algorithm, algorithms, get_algorithm
 from app.core.assign import Outcome, record, solve
@@ -283,8 +292,10 @@ class CompiledInput:
 
     def _rates(self, stored: bytes | None) -> bool:
         """The group's stored rates onto the partitions given without one, as `rated` takes them; False where the
-        reference must read them."""
-        filled = self.bulk.fill_rates(_stored_rates_of(self.request, stored))
+        reference must read them: rates this reader does not take, or more than it reads on the event loop (the
+        reference reads them where it computes, off it)."""
+        rates = _stored_rates_of(self.request, stored)
+        filled = self.bulk.fill_rates(rates) if len(rates) <= READ_INLINE_BYTES else None
         if filled is None:
             return False
         _check_taken(self.request.group, self.bulk.size, *filled)

@@ -19,6 +19,10 @@ INLINE_BYTES = 64 * 1024
 """JSON up to this size is decoded on the event loop (well under a millisecond); larger bodies and stored values
 are decoded where they are computed, in a compute worker, so the server only moves their bytes."""
 
+READ_INLINE_BYTES = 1024 * 1024
+"""JSON up to this size is read on the event loop by the compiled reader (~2 ms at most): a body, or the stored rates
+it fills rate-less partitions from; larger ones off it."""
+
 GROUP_PATTERN = r"^[!-.0-~]{1,255}$"
 GroupName = Annotated[str, Meta(pattern=GROUP_PATTERN, description="consumer group id (no spaces or '/')")]
 ConsumerId = Annotated[str, Meta(min_length=1, max_length=255)]

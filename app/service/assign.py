@@ -20,17 +20,13 @@ from app.codec.assign_input import (
     decode_assign,
     encoded_input,
 )
-from app.codec.wire import INLINE_BYTES
+from app.codec.wire import INLINE_BYTES, READ_INLINE_BYTES
 from app.core.algorithm import get_algorithm
 from app.core.errors import AssignmentError, ErrorCode
 from app.service.clock import now
 from app.service.compute import ComputePool, Gone, joined
 from app.settings import Settings
 from app.store.groups import GroupStore, Replay, StoredGroup
-
-READ_INLINE_BYTES = 1024 * 1024
-"""Bodies up to this size are read on the event loop by the compiled reader (~2 ms at most); larger ones on a
-thread."""
 
 
 class Observer(Protocol):

@@ -338,6 +338,32 @@ def keys(partitions: list[dict[str, Any]]) -> list[tuple[str, int]]:
     return [(p["topic"], p["partition"]) for p in partitions]
 
 
+def test_stored_rates_too_large_for_the_event_loop_are_read_where_computed() -> None:
+    """Rates stored for many partitions (over READ_INLINE_BYTES of JSON) are not read by the compiled reader on the
+    event loop: the request goes the reference's way, whose computation runs off it (in a compute worker), with
+    the same answer."""
+    from app.codec.assign_input import ReferenceComputation
+    from app.codec.wire import READ_INLINE_BYTES
+
+    body = json.dumps(
+        {
+            "algorithm": "mwf",
+            "capacity": 100,
+            "group": "g-1",
+            "partitions": [{"topic": "t", "partition": p} for p in range(3)],
+        }
+    ).encode()
+    stored = [{"topic": "t", "partition": p, "rate": 30.0 + p} for p in range(3)]
+    stored += [{"topic": "elsewhere", "partition": p, "rate": 1.0} for p in range(40_000)]
+    document = msgspec.json.encode({"partitions": stored, "window_end": "w", "updated_at": "u"})
+    assert len(document) > READ_INLINE_BYTES
+    computation = decode_assign(body, COMPILED).completed(None, None, document)
+    assert isinstance(computation, ReferenceComputation) and not computation.inline(COMPILED)
+    assert stored_outcome(body, COMPILED, document) == stored_outcome(body, REFERENCE, document)
+    small = msgspec.json.encode({"partitions": stored[:3], "window_end": "w", "updated_at": "u"})
+    assert stored_outcome(body, COMPILED, document) == stored_outcome(body, COMPILED, small)
+
+
 def test_a_request_of_stored_rates_that_knows_none_is_no_rates() -> None:
     body = json.dumps(
         {"algorithm": "mwf", "capacity": 10, "group": "g-1", "partitions": [{"topic": "t", "partition": 0}]}
