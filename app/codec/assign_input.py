@@ -168,8 +168,8 @@ class AssignInput(Protocol):
     ) -> Computation:
         """With what its group has stored (None: nothing, or no group), as stored (JSON): the previous assignment
         where the request gives none, the capacity where it gives none, the rates document (PUT .../rates) where
-        it names no partitions or leaves a partition's rate out, and the racks of the previous consumers where it gives none. What is larger than
-        INLINE_BYTES is decoded where it is computed."""
+        it names no partitions or leaves a partition's rate out, and the racks of the previous consumers where it
+        gives none. What is larger than INLINE_BYTES is decoded where it is computed."""
         ...
 
 
