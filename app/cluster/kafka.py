@@ -241,14 +241,34 @@ def _throttle(
     ]
     from confluent_kafka import KafkaException
 
+    # librdkafka takes one broker resource per call
+    batches = [[r] for r in resources if r.restype == ResourceType.BROKER]
+    batches.append([r for r in resources if r.restype == ResourceType.TOPIC])
     try:
-        # librdkafka takes one broker resource per call
-        topics = [r for r in resources if r.restype == ResourceType.TOPIC]
-        for batch in [[r] for r in resources if r.restype == ResourceType.BROKER] + [topics]:
+        for batch in batches:
             for future in admin.incremental_alter_configs(batch).values():
                 future.result(TIMEOUT_S)
+        if rate is None:
+            _await_removed(admin, sorted(leaders))
     except KafkaException as exc:
         raise ClusterError(f"setting the replication throttle failed: {exc.args[0]}") from None
+
+
+def _await_removed(admin, topics: list[str]) -> None:
+    """Until every topic describes its throttled replicas as removed: the controller accepts a removal before the
+    brokers' metadata shows it, and a caller reading the topics' configs when this returns must not find them."""
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    names = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:
+        futures = admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic) for topic in topics]).values()
+        described = [future.result(TIMEOUT_S) for future in futures]
+        if all(entries[name].is_default or not entries[name].value for entries in described for name in names):
+            return
+        if time.monotonic() > deadline:
+            raise ClusterError(f"the topics still show replication throttles after {TIMEOUT_S:g} s")
+        time.sleep(0.2)
 
 
 def _elect_preferred(admin, target: dict[tuple[str, int], list[int]], report: Callable[[str], None]) -> None:
