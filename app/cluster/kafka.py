@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from app.codec.placement import (
     BrokerSpec,
@@ -249,20 +250,21 @@ def _throttle(
             for future in admin.incremental_alter_configs(batch).values():
                 future.result(TIMEOUT_S)
         if rate is None:
-            _await_removed(admin, sorted(leaders))
+            _await_removed(admin, batches[-1])
     except KafkaException as exc:
         raise ClusterError(f"setting the replication throttle failed: {exc.args[0]}") from None
 
 
-def _await_removed(admin, topics: list[str]) -> None:
-    """Until every topic describes its throttled replicas as removed: the controller accepts a removal before the
-    brokers' metadata shows it, and a caller reading the topics' configs when this returns must not find them."""
-    from confluent_kafka.admin import ConfigResource, ResourceType
+def _await_removed(admin, topics: list[Any]) -> None:
+    """Until every topic (a ConfigResource of the removal) describes the throttles it removed as gone: the
+    controller accepts a removal before the brokers' metadata shows it, and a caller reading the topics' configs
+    when this returns must not find them."""
+    from confluent_kafka.admin import ConfigResource
 
-    names = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+    names = {entry.name for topic in topics for entry in topic.incremental_configs}
     deadline = time.monotonic() + TIMEOUT_S
     while True:
-        futures = admin.describe_configs([ConfigResource(ResourceType.TOPIC, topic) for topic in topics]).values()
+        futures = admin.describe_configs([ConfigResource(topic.restype, topic.name) for topic in topics]).values()
         described = [future.result(TIMEOUT_S) for future in futures]
         if all(entries[name].is_default or not entries[name].value for entries in described for name in names):
             return
