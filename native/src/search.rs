@@ -750,43 +750,6 @@ impl Iterator for Targets {
     }
 }
 
-/// Bins (key, tie, bin) in the order of (key, tie), as sorting their `order_key`s would put them, in linear
-/// time: a radix sort on the bytes that vary among them, the tie's then the key's. (The search orders every
-/// consumer by slack once and by utilisation in each pass: tens of thousands, many of them alike.)
-fn in_order(mut items: Vec<(u64, u64, usize)>) -> Vec<usize> {
-    let Some(&(key, tie, _)) = items.first() else {
-        return vec![];
-    };
-    let (keys, ties) = items.iter().fold((0, 0), |(k, t), item| {
-        (k | (item.0 ^ key), t | (item.1 ^ tie))
-    });
-    let bytes = |varying: u64| (0..64).step_by(8).filter(move |s| varying >> s & 0xff != 0);
-    let digits = bytes(ties)
-        .map(|shift| (false, shift))
-        .chain(bytes(keys).map(|shift| (true, shift)));
-    let mut sorted = vec![(0, 0, 0); items.len()];
-    for (of_key, shift) in digits {
-        let digit = |item: &(u64, u64, usize)| {
-            (if of_key { item.0 } else { item.1 } >> shift) as usize & 0xff
-        };
-        let mut start = [0usize; 256];
-        for item in &items {
-            start[digit(item)] += 1;
-        }
-        let mut at = 0;
-        for slot in start.iter_mut() {
-            (*slot, at) = (at, at + *slot);
-        }
-        for item in &items {
-            let d = digit(item);
-            sorted[start[d]] = *item;
-            start[d] += 1;
-        }
-        std::mem::swap(&mut items, &mut sorted);
-    }
-    items.into_iter().map(|(_, _, b)| b).collect()
-}
-
 /// Python's max(0.0, x).
 fn positive(x: f64) -> f64 {
     if x > 0.0 {
@@ -810,12 +773,15 @@ struct Neighbourhood {
     caps: Vec<f64>,
     order: Vec<usize>,
     equal_from: Vec<usize>,
+    /// item i's slots in the order it tries them, at i·k + o: what the search reads at a node, side by side
+    tries: Vec<Try>,
     best_value: f64,
     best: Vec<usize>,
     found: bool,
     suffix: Vec<f64>,
-    free_rate: Option<f64>,
-    free_moves: Option<i64>,
+    /// the rate (in units of C) and the moves the budget leaves (infinite when it has no cap)
+    free_rate: f64,
+    free_moves: i64,
     // the search
     load: Vec<f64>,
     count: Vec<u32>,
@@ -823,6 +789,17 @@ struct Neighbourhood {
     nodes: i64,
     limit: i64,
     total: f64,
+}
+
+/// One slot as item i tries it: its value and cost there, whether it is a move, and the slots (a bit each)
+/// it is alike to from item i on (so that it is not tried empty after one of them was).
+#[derive(Clone, Copy, Default)]
+struct Try {
+    slot: usize,
+    value: f64,
+    cost: f64,
+    is_move: bool,
+    alike: u64,
 }
 
 impl Neighbourhood {
@@ -896,6 +873,22 @@ impl Neighbourhood {
                 self.equal_from[b * k + a] = i;
             }
         }
+        self.tries.clear();
+        for i in 0..n {
+            for o in 0..k {
+                let slot = self.order[i * k + o];
+                let alike = (0..k)
+                    .filter(|&t| self.equal_from[t * k + slot] <= i)
+                    .fold(0u64, |mask, t| mask | 1 << t);
+                self.tries.push(Try {
+                    slot,
+                    value: self.values[i * k + slot],
+                    cost: self.costs[i * k + slot],
+                    is_move: self.moves[i * k + slot],
+                    alike,
+                });
+            }
+        }
         let (mut moved, mut value) = (0.0, 0.0);
         let mut used_slots = 0u64; // k ≤ 64
         let mut inside = 0i64;
@@ -919,13 +912,13 @@ impl Neighbourhood {
         }
         self.total = self.suffix[0];
         let spending = &state.spending;
-        self.free_rate = spending
-            .max_rate
-            .map(|max| (max - spending.rate) / capacity + moved);
-        // saturating: a cap given as 2^64 or more is i64::MAX here
-        self.free_moves = spending
-            .max_moves
-            .map(|max| (max - spending.moves).saturating_add(inside));
+        self.free_rate = spending.max_rate.map_or(f64::INFINITY, |max| {
+            (max - spending.rate) / capacity + moved
+        });
+        // saturating: a cap given as 2^64 or more is i64::MAX here, as is no cap (moves never reach it)
+        self.free_moves = spending.max_moves.map_or(i64::MAX, |max| {
+            (max - spending.moves).saturating_add(inside)
+        });
         self.load.clear();
         self.load.resize(k, 0.0);
         self.count.clear();
@@ -969,31 +962,30 @@ impl Neighbourhood {
         let rate = self.rates[i];
         let mut tried_empty = 0u64; // slots, k ≤ 64
         for o in 0..k {
-            let slot = self.order[i * k + o];
+            let Try {
+                slot,
+                value: worth,
+                cost: step,
+                is_move,
+                alike,
+            } = self.tries[i * k + o];
             let empty = self.count[slot] == 0;
             if empty {
-                let alike =
-                    (0..k).any(|t| tried_empty >> t & 1 == 1 && self.equal_from[t * k + slot] <= i);
-                if alike {
+                if tried_empty & alike != 0 {
                     continue;
                 }
                 tried_empty |= 1 << slot;
             } else if self.load[slot] + rate > self.caps[slot] {
                 continue;
             }
-            let (step, is_move) = (self.costs[i * k + slot], self.moves[i * k + slot]);
             if is_move
-                && (self
-                    .free_rate
-                    .is_some_and(|free| moved + step > free + ROUNDING_ERROR)
-                    || self.free_moves.is_some_and(|free| moves >= free))
+                && (moved + step > self.free_rate + ROUNDING_ERROR || moves >= self.free_moves)
             {
                 continue;
             }
             self.load[slot] += rate;
             self.count[slot] += 1;
             self.chosen[i] = slot;
-            let worth = self.values[i * k + slot];
             let (used, used_cap) = if empty {
                 (used + 1, used_cap + self.caps[slot])
             } else {
@@ -1073,17 +1065,13 @@ pub fn finish_zoned<'p, 's>(
         placing: false,
         pass_moves: None,
     };
-    // the indices and the cross-zone rate, all at once
-    let mut open = Vec::with_capacity(state.ids.len());
-    open.extend(
-        (0..state.ids.len())
-            .filter(|&b| !state.held[b].is_empty())
-            .map(|b| (ordered(state.load[b] - state.cap[b]), state.tie[b], b)),
-    );
-    let entries: Vec<(u128, usize)> = in_order(open)
-        .into_iter()
+    // the indices and the cross-zone rate, all at once (the keys are unique: sorted, the trees are built in
+    // one pass)
+    let mut entries: Vec<(u128, usize)> = (0..state.ids.len())
+        .filter(|&b| !state.held[b].is_empty())
         .map(|b| (order_key(state.load[b] - state.cap[b], state.tie[b]), b))
         .collect();
+    entries.sort_unstable();
     let mut by_rack: Vec<Vec<(u128, usize)>> = vec![vec![]; zones.names.len()];
     for &(entry, b) in &entries {
         state.slack_entry[b] = Some(entry);
