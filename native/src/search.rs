@@ -793,7 +793,7 @@ struct Neighbourhood {
 
 /// One slot as item i tries it: its value and cost there, whether it is a move, and the slots (a bit each)
 /// it is alike to from item i on (so that it is not tried empty after one of them was).
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 struct Try {
     slot: usize,
     value: f64,
