@@ -78,6 +78,8 @@ pub struct SearchState<'p, 's> {
     placing: bool,
     /// The partitions moved in this pass of `localize`.
     pass_moves: Option<Vec<u32>>,
+    /// The work `localize`'s exact re-placements may still spend
+    exact_left: i64,
     /// `improve`'s tables, refilled for each neighbourhood
     hood: Neighbourhood,
 }
@@ -621,7 +623,13 @@ impl<'p, 's> SearchState<'p, 's> {
             if let Some(idle) = self.idle_in(racks) {
                 bins.push(idle);
             }
-            return bins.len() > 1 && self.improve(&bins, limit);
+            if bins.len() < 2 || self.exact_left <= 0 {
+                return false;
+            }
+            let before = self.work;
+            let better = self.improve(&bins, limit);
+            self.exact_left -= self.work - before;
+            return better;
         };
         let before = (self.spending.rate, self.spending.moves, self.cross);
         self.exchange(j, b, y, a);
@@ -1006,7 +1014,9 @@ impl Neighbourhood {
 }
 
 /// The last step of a zone-aware Best or Worst Fit algorithm (see the module). Work: at most 20 units per
-/// partition and 50 000, so it stays n log n.
+/// partition and 50 000, so it stays n log n; of it, `localize`'s exact re-placements take at most one unit per
+/// partition and 50 000 (past a few hundred of them, each of a thousand nodes, they bring little: a short
+/// zone's consumers are full).
 pub fn finish_zoned<'p, 's>(
     bins: Bins<'p>,
     spending: Spending<'s>,
@@ -1064,6 +1074,7 @@ pub fn finish_zoned<'p, 's>(
         hood: Neighbourhood::default(),
         placing: false,
         pass_moves: None,
+        exact_left: n as i64 + 50_000,
     };
     // the indices and the cross-zone rate, all at once (the keys are unique: sorted, the trees are built in
     // one pass)

@@ -66,6 +66,7 @@ class SearchState:
         self.cross = 0.0  # the rate read across zones (zone mode)
         self.idle: set[int] = set()  # consumers emptied by the search
         self.work = 0  # search work done
+        self.exact_left: int | None = None  # work `localize`'s exact re-placements may still spend (None: any)
         self.by_slack = SortedRuns()  # non-empty consumers by (−remaining capacity, id, bin)
         self.slack_entry: dict[int, tuple] = {}
         self.rack_slack: dict[int, SortedRuns] = {}  # zone mode: the same, per rack
@@ -436,7 +437,13 @@ class SearchState:
             idle = self.idle_in(racks)
             if idle >= 0:
                 bins.append(idle)
-            return len(bins) > 1 and self.improve(bins, limit)
+            if len(bins) < 2 or (self.exact_left is not None and self.exact_left <= 0):
+                return False
+            before = self.work
+            better = self.improve(bins, limit)
+            if self.exact_left is not None:
+                self.exact_left -= self.work - before
+            return better
         b, y = step
         before = self.spending.rate, self.spending.moves, self.cross
         self._exchange(j, b, y, a)
@@ -613,7 +620,9 @@ def finish_zoned(problem: Problem, bins: Bins, spending: Spending) -> SearchStat
     """The last step of a zone-aware Best or Worst Fit algorithm: its bins as a search state, then consumers
     closed (`consolidate`), new consumers moved to their best rack (`rerack`) and partitions brought into their
     zone (`localize`), with consumers before cross-zone rate before moved rate, within the budget. Work: at most
-    20 units per partition plus 50 000, so it stays n log n."""
+    20 units per partition plus 50 000, so it stays n log n; of it, `localize`'s exact re-placements take at most
+    one unit per partition plus 50 000 (past a few hundred of them, each of a thousand nodes, they bring little:
+    a short zone's consumers are full)."""
     state = SearchState(problem, spending, CONSUMER_FIRST, ZONE_FIRST)
     state.pool = state.zone_pool = bins.zone_pool  # the ids and racks opened so far
     for b, consumer in enumerate(bins.ids):
@@ -627,6 +636,7 @@ def finish_zoned(problem: Problem, bins: Bins, spending: Spending) -> SearchStat
             state.previous_bin[j] = state.bin_of.get(was, -1)
     state.index()
     limit = 20 * problem.size + 50_000
+    state.exact_left = problem.size + 50_000
     state.consolidate(limit // 2)
     state.merge(limit)
     state.rerack()

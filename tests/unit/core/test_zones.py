@@ -11,10 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from app.core import native
 from app.core.algorithm import algorithms, get_algorithm
+from app.core.algorithms import modified_any_fit, search
 from app.core.assign import Outcome, solve, zone_report
 from app.core.errors import AssignmentError
 from app.core.model import MAX_PARTITION_RACKS, Problem, build_problem
+from tests.unit.core.test_native import same
 from tests.unit.core.test_properties import NEEDS_PARAMETERS, check_invariants, instances
 
 RACKS = ("a", "b", "c")
@@ -276,3 +279,41 @@ def test_the_objectives_come_in_order_consumers_then_cross_zone_then_moves() -> 
         assert outcome.consumer_count == 3 and outcome.zones is not None
         assert outcome.zones.cross_zone_rate == 0 and sorted(outcome.assignment) == ["x", "y", "z"]
         assert outcome.assignment == {"x": [0, 3], "y": [1, 4], "z": [2]} and len(outcome.moved) == 2
+
+
+def drifted_short_zone_instance(n: int) -> Problem:
+    """n partitions of up to a tenth of C, each led in one of three racks; members with 1.25 times the total
+    capacity, rack c's half of a's or b's; the previous assignment is MWF's for the rates before a drift of
+    up to 10 %: many of c's reads cross zones and its members are full."""
+    rnd = random.Random(29)
+    keys = [("t", p) for p in range(n)]
+    before = [rnd.uniform(0, 100.0) for _ in keys]
+    racks = [[RACKS[p % 3]] for p in range(n)]
+    count = math.ceil(1.25 * math.fsum(before) / 1000.0)
+    known = {f"m{i}": RACKS[0 if i < 2 * count // 5 else 1 if i < 4 * count // 5 else 2] for i in range(count)}
+    first = build_problem(keys, before, None, 1000.0, {}, list(known), None, racks=racks, consumer_racks=known)
+    previous = {c: [keys[j] for j in held] for c, held in run(first, "mwf").assignment.items() if held}
+    rates = [rate * rnd.uniform(0.9, 1.1) for rate in before]
+    return build_problem(keys, rates, None, 1000.0, previous, list(known), None, racks=racks, consumer_racks=known)
+
+
+@pytest.mark.skipif(not native.AVAILABLE, reason="the compiled core is not installed")
+def test_localize_stops_its_exact_re_placements_at_their_budget_alike_in_both_cores(monkeypatch) -> None:
+    problem = drifted_short_zone_instance(3000)
+    states: list[search.SearchState] = []
+
+    def kept(*args):
+        states.append(search.finish_zoned(*args))
+        return states[-1]
+
+    monkeypatch.setattr(modified_any_fit, "finish_zoned", kept)
+    algorithm = get_algorithm("mwf")
+    params = algorithm.parse_params({})
+    reference = solve(problem, algorithm, params)
+    assert states and states[0].exact_left is not None and states[0].exact_left <= 0  # the budget was spent
+    same(reference, solve(problem, algorithm, params, native=True))
+    assert reference.zones is not None and not over_capacity(problem, reference)
+    shortfall = math.fsum(problem.rates[j] for j in range(problem.size) if j % 3 == 2) - 1000.0 * sum(
+        1 for rack in problem.consumer_racks.values() if rack == "c"
+    )
+    assert 0 < shortfall <= reference.zones.cross_zone_rate <= shortfall + 0.01 * math.fsum(problem.rates)
