@@ -16,7 +16,7 @@ public final class Outcome {
     private final int[] consumers; // in natural order
     private final int[][] held; // per consumer, in placement order
     private final double[] loads;
-    private int[] owner; // per partition: index into consumers + 1; made when first asked (owners())
+    private volatile int[] owner; // per partition: index into consumers + 1; made when first asked (owners())
     private final int moves;
     private final boolean[] unchanged; // per consumer: it holds exactly what it held before
     private final double rscore;
@@ -312,7 +312,12 @@ public final class Outcome {
     }
 
     /** Per partition, its consumer's index + 1; made when first asked where the outcome was made without it. */
-    private synchronized int[] owners() {
+    private int[] owners() {
+        int[] known = owner;
+        return known != null ? known : madeOwners();
+    }
+
+    private synchronized int[] madeOwners() {
         if (owner == null) {
             int[] made = new int[problem.n];
             for (int i = 0; i < held.length; i++) {
