@@ -422,19 +422,33 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         if (table == null) {
             return null;
         }
-        String[] natural = GroupMemo.natural(before.natural(), memberOf.keySet());
-        Problem.Builder builder = new Problem.Builder(used, table.partitions());
+        GroupMemo.Order order = GroupMemo.natural(before.natural(), memberOf.keySet());
+        String[] natural = order.natural();
         Map<String, GroupMemo.Seen> seen = new HashMap<>(2 * natural.length);
         String[] memberOfConsumer = new String[natural.length];
         MemberAssignment[] current = new MemberAssignment[natural.length];
-        boolean racked = false;
+        Holding[] holdings = new Holding[natural.length];
         for (int c = 0; c < natural.length; c++) { // consumers in natural order: the core's sorts find them sorted
-            String identity = natural[c];
-            String memberId = memberOf.get(identity);
+            String memberId = memberOf.get(natural[c]);
             memberOfConsumer[c] = memberId;
+            MemberAssignment assigned = groupSpec.memberAssignment(memberId);
+            Map<Uuid, Set<Integer>> assignment = assigned.partitions();
+            GroupMemo.Seen was = before.seen().get(memberId);
+            Holding holding = GroupMemo.holding(was, assignment, table);
+            seen.put(memberId, was != null && was.holding() == holding ? was : new GroupMemo.Seen(assignment, holding));
+            current[c] = assigned;
+            holdings[c] = holding;
+        }
+        // the previous owners from the last call's, where only the changed members' are written again
+        int[] owners = GroupMemo.owners(before, table, order, holdings);
+        Problem.Builder builder = owners != null ? new Problem.Builder(used, table.partitions(), owners)
+                : new Problem.Builder(used, table.partitions());
+        boolean racked = false;
+        for (int c = 0; c < natural.length; c++) {
+            String identity = natural[c];
             builder.member(builder.consumer(identity), // c: the consumers are numbered in the order given
                     memberCapacities.isEmpty() ? Double.NaN : memberCapacities.getOrDefault(identity, Double.NaN));
-            Optional<String> rack = groupSpec.memberSubscription(memberId).rackId();
+            Optional<String> rack = groupSpec.memberSubscription(memberOfConsumer[c]).rackId();
             if (rack.isPresent() && !rack.get().isEmpty()) {
                 builder.rack(c, rack.get());
                 racked = true;
@@ -446,19 +460,13 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             builder.racks(racks.racks());
         }
         for (int c = 0; c < natural.length; c++) {
-            String memberId = memberOfConsumer[c];
-            MemberAssignment assigned = groupSpec.memberAssignment(memberId);
-            Map<Uuid, Set<Integer>> assignment = assigned.partitions();
-            GroupMemo.Seen was = before.seen().get(memberId);
-            Holding holding = GroupMemo.holding(was, assignment, table);
-            seen.put(memberId, was != null && was.holding() == holding ? was : new GroupMemo.Seen(assignment, holding));
-            current[c] = assigned;
-            if (holding.size() > 0) {
-                builder.previous(c, holding);
+            if (holdings[c].size() > 0) {
+                builder.previous(c, holdings[c]);
             }
         }
-        Outcome outcome = known.algorithm().solve(builder.build());
-        memo.publish(new GroupMemo.State(table, seen, natural, racks));
+        Problem problem = builder.build();
+        Outcome outcome = known.algorithm().solve(problem);
+        memo.publish(new GroupMemo.State(table, seen, natural, racks, holdings, problem.previousOwners()));
         Map<Uuid, Set<Integer>>[] changed = changedAssignments(outcome, table);
         Map<String, MemberAssignment> members = new HashMap<>(2 * natural.length);
         for (int i = 0; i < outcome.consumerCount(); i++) {
