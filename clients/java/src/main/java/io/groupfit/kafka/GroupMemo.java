@@ -6,6 +6,7 @@ import io.groupfit.kafka.core.Holding;
 import io.groupfit.kafka.core.Natural;
 import io.groupfit.kafka.core.PartitionRacks;
 import io.groupfit.kafka.core.Partitions;
+import io.groupfit.kafka.core.Problem;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
@@ -65,10 +66,17 @@ final class GroupMemo {
     record Racks(PartitionRacks racks, SubscribedTopicDescriber describer, Uuid[] topicIds, int[] counts,
             int[] unassignable) {}
 
-    /** Everything kept, immutable; {@code racks}: null until racks were read. */
-    record State(Table table, Map<String, Seen> seen, String[] natural, Racks racks) {}
+    /**
+     * Everything kept, immutable; {@code racks}: null until racks were read. {@code owners}: the last problem's
+     * previous owner of each partition of {@code table}'s layout (consumer c is {@code natural[c]}), made from {@code
+     * held} (what each one held, parallel to {@code natural}); null where none is kept.
+     */
+    record State(Table table, Map<String, Seen> seen, String[] natural, Racks racks, Holding[] held, int[] owners) {}
 
-    static final State EMPTY = new State(null, Map.of(), new String[0], null);
+    static final State EMPTY = new State(null, Map.of(), new String[0], null, null, null);
+
+    /** The identities in natural order, and where each was in the order kept (-1: not in it). */
+    record Order(String[] natural, int[] from) {}
 
     volatile State state = EMPTY;
 
@@ -185,17 +193,19 @@ final class GroupMemo {
      * The identities in natural order ({@link Natural#compare}), from the order kept: those still present keep
      * their places, new ones are sorted and merged in.
      */
-    static String[] natural(String[] kept, Collection<String> identities) {
+    static Order natural(String[] kept, Collection<String> identities) {
         Set<String> present = identities instanceof Set<String> set ? set : new HashSet<>(identities);
         String[] order = new String[identities.size()];
+        int[] from = new int[order.length];
         int count = 0;
-        for (String identity : kept) {
-            if (count < order.length && present.contains(identity)) {
-                order[count++] = identity;
+        for (int i = 0; i < kept.length; i++) {
+            if (count < order.length && present.contains(kept[i])) {
+                from[count] = i;
+                order[count++] = kept[i];
             }
         }
         if (count == order.length) {
-            return order;
+            return new Order(order, from);
         }
         Set<String> placed = new HashSet<>(Arrays.asList(order).subList(0, count));
         List<String> added = new ArrayList<>();
@@ -206,14 +216,76 @@ final class GroupMemo {
         }
         added.sort(Natural::compare);
         String[] merged = new String[order.length];
+        int[] mergedFrom = new int[order.length];
         int i = 0;
         int k = 0;
         for (int m = 0; m < merged.length; m++) {
-            merged[m] = k == added.size() || (i < count && Natural.compare(order[i], added.get(k)) < 0) ? order[i++]
-                    : added.get(k++);
+            if (k == added.size() || (i < count && Natural.compare(order[i], added.get(k)) < 0)) {
+                mergedFrom[m] = from[i];
+                merged[m] = order[i++];
+            } else {
+                mergedFrom[m] = -1;
+                merged[m] = added.get(k++);
+            }
         }
-        return merged;
+        return new Order(merged, mergedFrom);
     }
+
+    /**
+     * The previous owner of each of the table's partitions for these holdings (consumer c holds {@code holdings[c]},
+     * c the index in {@code order}), from the table the last call kept: an entry of a consumer whose holding is the
+     * very one it had is still right (renumbered), one of a consumer that left goes, and only the partitions of
+     * consumers whose holding changed are written (a member joined or left: a sequential pass and a few writes,
+     * where writing every consumer's partitions is a write per partition at random). Null where it cannot be made
+     * so: nothing kept for this layout, or a partition in two holdings ({@link Problem.Builder} then reads them one
+     * by one and says which). The array is new; the kept one is not changed.
+     */
+    static int[] owners(State before, Table table, Order order, Holding[] holdings) {
+        int[] kept = before.owners();
+        if (kept == null || before.table() == null
+                || !before.table().sameLayout(table.topicIds(), table.counts(), table.unassignable())) {
+            return null;
+        }
+        Holding[] held = before.held();
+        int[] to = new int[held.length]; // the kept consumer's index now, or NONE
+        Arrays.fill(to, NONE);
+        boolean[] changed = new boolean[holdings.length];
+        for (int c = 0; c < holdings.length; c++) {
+            int was = order.from()[c];
+            if (was >= 0) {
+                to[was] = c;
+            }
+            changed[c] = was < 0 || held[was] != holdings[c];
+        }
+        int[] owners = new int[kept.length];
+        for (int j = 0; j < kept.length; j++) {
+            int was = kept[j];
+            owners[j] = was == NONE ? NONE : to[was];
+        }
+        for (int c = 0; c < holdings.length; c++) {
+            int was = order.from()[c];
+            if (changed[c] && was >= 0) {
+                for (int i = 0; i < held[was].size(); i++) {
+                    owners[held[was].partition(i)] = NONE;
+                }
+            }
+        }
+        for (int c = 0; c < holdings.length; c++) {
+            if (changed[c]) {
+                for (int i = 0; i < holdings[c].size(); i++) {
+                    int j = holdings[c].partition(i);
+                    if (owners[j] != NONE) {
+                        return null;
+                    }
+                    owners[j] = c;
+                }
+            }
+        }
+        return owners;
+    }
+
+    /** No previous owner, as {@link Problem} marks it. */
+    static final int NONE = Problem.NO_OWNER;
 
     /**
      * For the background, after the rates were read again: the kept layout's table under the new rates and the
@@ -239,7 +311,8 @@ final class GroupMemo {
         // published only if no call published in between (that one's state is as fresh)
         synchronized (this) {
             if (state == before) {
-                state = new State(table, seen, before.natural(), before.racks());
+                // the previous owners are the same partitions' but the holdings are new: the next call writes them all
+                state = new State(table, seen, before.natural(), before.racks(), null, null);
             }
         }
     }

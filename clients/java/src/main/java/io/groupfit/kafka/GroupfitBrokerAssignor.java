@@ -422,19 +422,33 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         if (table == null) {
             return null;
         }
-        String[] natural = GroupMemo.natural(before.natural(), memberOf.keySet());
-        Problem.Builder builder = new Problem.Builder(used, table.partitions());
+        GroupMemo.Order order = GroupMemo.natural(before.natural(), memberOf.keySet());
+        String[] natural = order.natural();
         Map<String, GroupMemo.Seen> seen = new HashMap<>(2 * natural.length);
         String[] memberOfConsumer = new String[natural.length];
         MemberAssignment[] current = new MemberAssignment[natural.length];
-        boolean racked = false;
+        Holding[] holdings = new Holding[natural.length];
         for (int c = 0; c < natural.length; c++) { // consumers in natural order: the core's sorts find them sorted
-            String identity = natural[c];
-            String memberId = memberOf.get(identity);
+            String memberId = memberOf.get(natural[c]);
             memberOfConsumer[c] = memberId;
+            MemberAssignment assigned = groupSpec.memberAssignment(memberId);
+            Map<Uuid, Set<Integer>> assignment = assigned.partitions();
+            GroupMemo.Seen was = before.seen().get(memberId);
+            Holding holding = GroupMemo.holding(was, assignment, table);
+            seen.put(memberId, was != null && was.holding() == holding ? was : new GroupMemo.Seen(assignment, holding));
+            current[c] = assigned;
+            holdings[c] = holding;
+        }
+        // the previous owners from the last call's, where only the changed members' are written again
+        int[] owners = GroupMemo.owners(before, table, order, holdings);
+        Problem.Builder builder = owners != null ? new Problem.Builder(used, table.partitions(), owners)
+                : new Problem.Builder(used, table.partitions());
+        boolean racked = false;
+        for (int c = 0; c < natural.length; c++) {
+            String identity = natural[c];
             builder.member(builder.consumer(identity), // c: the consumers are numbered in the order given
                     memberCapacities.isEmpty() ? Double.NaN : memberCapacities.getOrDefault(identity, Double.NaN));
-            Optional<String> rack = groupSpec.memberSubscription(memberId).rackId();
+            Optional<String> rack = groupSpec.memberSubscription(memberOfConsumer[c]).rackId();
             if (rack.isPresent() && !rack.get().isEmpty()) {
                 builder.rack(c, rack.get());
                 racked = true;
@@ -446,19 +460,13 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             builder.racks(racks.racks());
         }
         for (int c = 0; c < natural.length; c++) {
-            String memberId = memberOfConsumer[c];
-            MemberAssignment assigned = groupSpec.memberAssignment(memberId);
-            Map<Uuid, Set<Integer>> assignment = assigned.partitions();
-            GroupMemo.Seen was = before.seen().get(memberId);
-            Holding holding = GroupMemo.holding(was, assignment, table);
-            seen.put(memberId, was != null && was.holding() == holding ? was : new GroupMemo.Seen(assignment, holding));
-            current[c] = assigned;
-            if (holding.size() > 0) {
-                builder.previous(c, holding);
+            if (holdings[c].size() > 0) {
+                builder.previous(c, holdings[c]);
             }
         }
-        Outcome outcome = known.algorithm().solve(builder.build());
-        memo.publish(new GroupMemo.State(table, seen, natural, racks));
+        Problem problem = builder.build();
+        Outcome outcome = known.algorithm().solve(problem);
+        memo.publish(new GroupMemo.State(table, seen, natural, racks, holdings, problem.previousOwners()));
         Map<Uuid, Set<Integer>>[] changed = changedAssignments(outcome, table);
         Map<String, MemberAssignment> members = new HashMap<>(2 * natural.length);
         for (int i = 0; i < outcome.consumerCount(); i++) {
@@ -512,10 +520,10 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
 
     /**
      * Each changed consumer's assignment as the coordinator takes it (null for those that hold what they held: their
-     * current assignment is handed back). One pass over the partitions in index order, which is the (topic,
-     * partition) order: each member's partition numbers come out ascending, a run per topic, in one array ({@link
-     * MemberPartitions}). MWF's migrations change most members on any change of the group, and the pass costs less
-     * than sorting each one's partitions.
+     * current assignment is handed back): its partition numbers ascending, a run per topic, in one array ({@link
+     * MemberPartitions}), which is its partitions in index order (the (topic, partition) order). When the changed
+     * consumers hold few of the partitions (a member joined or left a settled group), each one's are sorted; when
+     * they hold many (the group forms), one pass over the partitions in index order puts them in that order.
      */
     @SuppressWarnings("unchecked")
     private static Map<Uuid, Set<Integer>>[] changedAssignments(Outcome outcome, GroupMemo.Table table) {
@@ -525,17 +533,17 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         int[][] runTopic = new int[count][];
         int[][] runEnd = new int[count][];
         int topics = table.topicIds().length;
-        boolean any = false;
+        long changed = 0;
         for (int i = 0; i < count; i++) {
             if (!outcome.unchanged(i)) {
                 int size = outcome.partitions(i).length;
                 numbers[i] = new int[size];
                 runTopic[i] = new int[Math.min(topics, size)];
                 runEnd[i] = new int[runTopic[i].length];
-                any = true;
+                changed += size;
             }
         }
-        if (!any) {
+        if (changed == 0) {
             return assignments;
         }
         Problem problem = outcome.problem();
@@ -543,22 +551,23 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         int[] runs = new int[count];
         int[] lastTopic = new int[count]; // of each one's current run (beside the counts: one cache line less a step)
         Arrays.fill(lastTopic, -1);
-        for (int j = 0, n = problem.size(); j < n; j++) {
-            int i = outcome.ownerIndex(j);
-            int[] mine = numbers[i];
-            if (mine == null) {
-                continue;
-            }
-            int t = problem.topicIndex(j);
-            if (t != lastTopic[i]) {
-                int k = runs[i]++;
-                if (k > 0) {
-                    runEnd[i][k - 1] = filled[i];
+        if (changed * 16 < problem.size()) {
+            for (int i = 0; i < count; i++) {
+                if (numbers[i] != null) {
+                    int[] mine = outcome.partitions(i).clone();
+                    Arrays.sort(mine);
+                    for (int j : mine) {
+                        run(problem, i, j, numbers, runTopic, runEnd, filled, runs, lastTopic);
+                    }
                 }
-                runTopic[i][k] = t;
-                lastTopic[i] = t;
             }
-            mine[filled[i]++] = problem.partition(j);
+        } else {
+            for (int j = 0, n = problem.size(); j < n; j++) {
+                int i = outcome.ownerIndex(j);
+                if (numbers[i] != null) {
+                    run(problem, i, j, numbers, runTopic, runEnd, filled, runs, lastTopic);
+                }
+            }
         }
         for (int i = 0; i < count; i++) {
             if (numbers[i] != null) {
@@ -570,6 +579,21 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
             }
         }
         return assignments;
+    }
+
+    /** Partition j, the next of consumer i's in index order, into its numbers and runs. */
+    private static void run(Problem problem, int i, int j, int[][] numbers, int[][] runTopic, int[][] runEnd,
+            int[] filled, int[] runs, int[] lastTopic) {
+        int t = problem.topicIndex(j);
+        if (t != lastTopic[i]) {
+            int k = runs[i]++;
+            if (k > 0) {
+                runEnd[i][k - 1] = filled[i];
+            }
+            runTopic[i][k] = t;
+            lastTopic[i] = t;
+        }
+        numbers[i][filled[i]++] = problem.partition(j);
     }
 
     /** The core's outcome as the request's assignment: consumer → its partitions. */

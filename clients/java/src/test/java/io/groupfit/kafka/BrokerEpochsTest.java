@@ -27,7 +27,9 @@ import org.junit.jupiter.api.Test;
  * GroupfitBrokerAssignor over a group's epochs, as the coordinator calls it (each epoch's current assignment is the
  * previous answer, an unchanged member's map handed back as the very object answered): every answer is the core's
  * MWF computed from scratch on the same input (zone-aware where the members and partitions have racks), whatever the
- * memo kept; a member whose partitions stay the same gets its very map back.
+ * memo kept; a member whose partitions stay the same gets its very map back. The memo's previous-owner table is
+ * renumbered and rewritten only for the members whose maps changed: an entry left stale (a changed member's old
+ * partitions not cleared, or a changed member taken for unchanged) changes an answer here.
  */
 class BrokerEpochsTest {
     /** A little above the mean load of 60 members: fewer need surplus bins (folded into them), more share. */

@@ -32,6 +32,14 @@ final class Bins {
     double[] load = new double[16];
     int[][] held = new int[16][];
     int[] heldCount = new int[16];
+    /** Per bin: how many of its partitions its consumer did not hold before; and the partitions placed away from
+     * their previous consumer, as they were placed. The answer's moves and unchanged consumers come from these, not
+     * from a pass over every partition (bins only ever gain partitions, so they stay exact). */
+    int[] foreign = new int[16];
+    int[] moved = new int[16];
+    int movedCount;
+    /** No partition had a consumer before (a group forming): nothing to look up when one is placed. */
+    private final boolean nonePrevious;
     private long[] tie = new long[16];
     // Worst Fit: the open non-empty bins by (load − limit, tie, bin).
     private final MinHeap heap;
@@ -56,6 +64,7 @@ final class Bins {
         this.pool = new Pool(consumers, problem.members);
         this.rule = rule;
         this.rates = problem.rate;
+        this.nonePrevious = problem.previousIds.length == 0;
         this.heap = rule == Rule.WORST ? new MinHeap(16) : null;
         this.byResidual = rule == Rule.BEST ? new Treap() : null;
         this.zones = rule == Rule.NEXT ? null : problem.zones;
@@ -103,6 +112,7 @@ final class Bins {
             load = Arrays.copyOf(load, grown);
             held = Arrays.copyOf(held, grown);
             heldCount = Arrays.copyOf(heldCount, grown);
+            foreign = Arrays.copyOf(foreign, grown);
             tie = Arrays.copyOf(tie, grown);
             rack = Arrays.copyOf(rack, grown);
         }
@@ -121,6 +131,7 @@ final class Bins {
         load[b] = 0.0;
         held[b] = new int[4];
         heldCount[b] = 0;
+        foreign[b] = 0;
         tie[b] = consumers.tie(c);
         return b;
     }
@@ -130,6 +141,25 @@ final class Bins {
             held[b] = Arrays.copyOf(held[b], heldCount[b] * 2);
         }
         held[b][heldCount[b]++] = j;
+        if (nonePrevious) {
+            foreign[b]++;
+        } else {
+            arrived(b, j, problem.previousOwner[j]);
+        }
+    }
+
+    /** Partition j, of consumer {@code was} before (or NONE), went into bin b. */
+    private void arrived(int b, int j, int was) {
+        if (was == ids[b]) {
+            return;
+        }
+        foreign[b]++;
+        if (was != Pool.NONE) {
+            if (movedCount == moved.length) {
+                moved = Arrays.copyOf(moved, 2 * movedCount);
+            }
+            moved[movedCount++] = j;
+        }
     }
 
     /** An open bin that takes partition j under this rule, or -1. */
@@ -245,10 +275,16 @@ final class Bins {
      */
     int fill(int b, Holding holding, int end) {
         int taken = holding.fits(end, limit[b]);
-        int[] kept = Arrays.copyOf(holding.decreasing, taken); // exact: most bins get no later put (hold grows it)
+        // exact: most bins get no later put (hold grows it, into a copy: the holding's own array is never written)
+        // (zone mode's last step edits bins' arrays in place, but zone mode fills from lists, not holdings)
+        int[] kept = taken == holding.decreasing.length ? holding.decreasing : Arrays.copyOf(holding.decreasing, taken);
         held[b] = kept;
         heldCount[b] = taken;
         load[b] = holding.sums[taken];
+        int was = problem.previousOwner[kept[0]]; // the holding's consumer: the bin's own, unless that one is gone
+        for (int k = 0; was != ids[b] && k < taken; k++) {
+            arrived(b, kept[k], was);
+        }
         track(b);
         return taken;
     }

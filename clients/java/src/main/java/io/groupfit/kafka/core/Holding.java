@@ -23,6 +23,11 @@ public final class Holding {
         return decreasing.length;
     }
 
+    /** Its i-th partition (index j) in the decreasing order. */
+    public int partition(int i) {
+        return decreasing[i];
+    }
+
     /** The partitions it was made from. */
     public Partitions partitions() {
         return partitions;

@@ -178,8 +178,9 @@ final class ModifiedAnyFit {
             System.arraycopy(pset, taken, unassigned, unassignedCount, end - taken);
             unassignedCount += end - taken;
         }
+        boolean nonePrevious = holdings.length == 0; // a group forming: no partition has a consumer to look up
         for (int j : problem.decreasing(unassigned, unassignedCount)) { // lines 27-30
-            int was = problem.previousOwner[j];
+            int was = nonePrevious ? Pool.NONE : problem.previousOwner[j];
             if (zones != null && letGo[j]) {
                 placeLetGo(bins, spending, home, j, was);
                 continue;

@@ -16,7 +16,7 @@ public final class Outcome {
     private final int[] consumers; // in natural order
     private final int[][] held; // per consumer, in placement order
     private final double[] loads;
-    private final int[] owner; // per partition: index into consumers + 1
+    private volatile int[] owner; // per partition: index into consumers + 1; made when first asked (owners())
     private final int moves;
     private final boolean[] unchanged; // per consumer: it holds exactly what it held before
     private final double rscore;
@@ -39,6 +39,9 @@ public final class Outcome {
         this.outputs = outputs;
     }
 
+    /** A consumer's partitions are not one bin's: the fold added some (its bin's tally does not describe it). */
+    private static final int MERGED = -2;
+
     static Outcome of(String algorithm, Problem problem, Placement placement) {
         int bins = 0;
         for (int[] kept : placement.held()) {
@@ -46,17 +49,28 @@ public final class Outcome {
         }
         int[] consumer = new int[bins];
         int[][] held = new int[bins][];
+        int[] bin = new int[bins]; // the placement's bin each one's partitions are, -1: none, or MERGED
         int k = 0;
         for (int b = 0; b < placement.held().length; b++) {
             if (placement.held()[b].length > 0) {
                 consumer[k] = placement.consumer()[b];
+                bin[k] = b;
                 held[k++] = placement.held()[b];
             }
         }
         if (problem.members != null) {
             int[][][] folded = new int[1][][];
-            consumer = fold(problem, consumer, held, folded);
+            int[][] foldedBin = new int[1][];
+            consumer = fold(problem, consumer, held, bin, folded, foldedBin);
             held = folded[0];
+            bin = foldedBin[0];
+        }
+        // With the bins' tally, the loads, moves and unchanged consumers cost O(consumers + moves), not a pass over
+        // every partition (a change of the group keeps most partitions where they were).
+        Placement.Tally tally = placement.tally();
+        boolean tallied = tally != null;
+        for (int b : bin) {
+            tallied &= b != MERGED;
         }
         Consumers consumers = problem.consumers;
         int n = problem.n;
@@ -70,19 +84,28 @@ public final class Outcome {
         int[] sortedConsumers = new int[order.length];
         int[][] sortedHeld = new int[order.length][];
         double[] loads = new double[order.length];
-        int[] owner = new int[n]; // the consumer's index + 1: 0 until placed
+        int[] owner = tallied ? null : new int[n]; // the consumer's index + 1: 0 until placed
         int[] before = problem.previousCounts(); // per known consumer: partitions it held before
-        int[] moved = new int[16]; // grown as needed: a change of the group moves few partitions
-        int moves = 0;
+        int[] moved = tallied ? tally.moved() : new int[16]; // grown as needed: a change moves few partitions
+        int moves = tallied ? tally.movedCount() : 0;
         boolean[] unchanged = new boolean[order.length];
         int placed = 0;
-        // One pass over each consumer's partitions: its load, the partitions that came from another consumer, and
-        // whether it holds exactly what it held before.
+        // Without a tally, one pass over each consumer's partitions: its load, the partitions that came from another
+        // consumer, and whether it holds exactly what it held before.
         for (int i = 0; i < order.length; i++) {
             int c = consumer[order[i]];
             int[] mine = held[order[i]];
             sortedConsumers[i] = c;
             sortedHeld[i] = mine;
+            int heldBefore = c < before.length ? before[c] : 0;
+            if (tallied) {
+                int b = bin[order[i]];
+                int kept = mine.length - (b < 0 ? 0 : tally.foreign()[b]);
+                placed += mine.length;
+                loads[i] = b < 0 ? 0.0 : tally.load()[b];
+                unchanged[i] = kept == mine.length && heldBefore == kept;
+                continue;
+            }
             double load = 0.0;
             int kept = 0;
             for (int j : mine) {
@@ -103,7 +126,7 @@ public final class Outcome {
             }
             placed += mine.length;
             loads[i] = load;
-            unchanged[i] = kept == mine.length && (c < before.length ? before[c] : 0) == kept;
+            unchanged[i] = kept == mine.length && heldBefore == kept;
         }
         if (placed != n) {
             throw new IllegalStateException("algorithm " + algorithm + " did not place every partition");
@@ -121,7 +144,8 @@ public final class Outcome {
      * Member mode: bins beyond the members go, largest partition first, to the member with the most remaining
      * capacity (ties to the lowest id); members the algorithm left unused get empty assignments.
      */
-    private static int[] fold(Problem problem, int[] consumer, int[][] held, int[][][] foldedHeld) {
+    private static int[] fold(Problem problem, int[] consumer, int[][] held, int[] bin, int[][][] foldedHeld,
+            int[][] foldedBin) {
         Consumers consumers = problem.consumers;
         int[] members = problem.members.clone();
         consumers.sort(members, members.length); // slots in natural order (no two ids have one tie)
@@ -131,10 +155,13 @@ public final class Outcome {
             slot[members[i]] = i;
         }
         int[][] result = new int[members.length][];
+        int[] resultBin = new int[members.length];
+        Arrays.fill(resultBin, -1);
         int surplusCount = 0;
         for (int b = 0; b < consumer.length; b++) {
             if (slot[consumer[b]] >= 0) {
                 result[slot[consumer[b]]] = held[b];
+                resultBin[slot[consumer[b]]] = bin[b];
             } else {
                 surplusCount += held[b].length;
             }
@@ -178,10 +205,12 @@ public final class Outcome {
                     int[] merged = Arrays.copyOf(result[i], result[i].length + added[i]);
                     System.arraycopy(extra[i], 0, merged, result[i].length, added[i]);
                     result[i] = merged;
+                    resultBin[i] = MERGED;
                 }
             }
         }
         foldedHeld[0] = result;
+        foldedBin[0] = resultBin;
         return members;
     }
 
@@ -282,13 +311,35 @@ public final class Outcome {
         return loads[i];
     }
 
+    /** Per partition, its consumer's index + 1; made when first asked where the outcome was made without it. */
+    private int[] owners() {
+        int[] known = owner;
+        return known != null ? known : madeOwners();
+    }
+
+    private synchronized int[] madeOwners() {
+        if (owner == null) {
+            int[] made = new int[problem.n];
+            for (int i = 0; i < held.length; i++) {
+                for (int j : held[i]) {
+                    if (made[j] != 0) {
+                        throw new IllegalStateException("algorithm " + algorithm + " placed a partition twice");
+                    }
+                    made[j] = i + 1;
+                }
+            }
+            owner = made;
+        }
+        return owner;
+    }
+
     /** The index (into {@link #consumer}) of partition j's consumer. */
     public int ownerIndex(int j) {
-        return owner[j] - 1;
+        return owners()[j] - 1;
     }
 
     public String owner(int j) {
-        return consumer(owner[j] - 1);
+        return consumer(owners()[j] - 1);
     }
 
     /** Partitions that changed consumer (new partitions do not count). */

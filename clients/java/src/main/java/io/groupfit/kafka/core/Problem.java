@@ -16,6 +16,8 @@ import java.util.Map;
  * racks a partition can be read from without crossing zones) is one more array beside these.
  */
 public final class Problem {
+    /** A partition's previous owner where it had none ({@link Builder#Builder(double, Partitions, int[])}). */
+    public static final int NO_OWNER = Pool.NONE;
     /** The most consumers one answer may have (the service's default GROUPFIT_MAX_CONSUMERS). */
     public static final int MAX_CONSUMERS = 100_000;
     /** A load counts as within a capacity up to this factor: absorbs float rounding of summed rates. */
@@ -133,6 +135,15 @@ public final class Problem {
         return previousOwner[j] < 0 ? null : consumers.name(previousOwner[j]);
     }
 
+    /**
+     * g(j,k) for every partition: the previous owner's consumer index ({@link Builder#consumer}), {@link #NO_OWNER}
+     * for a new partition. The problem's own array, to be read only (a caller keeps it to build the next problem's
+     * with {@link Builder#Builder(double, Partitions, int[])}).
+     */
+    public int[] previousOwners() {
+        return previousOwner;
+    }
+
     /** Whether the members (if any) are the group, so surplus bins are folded into them. */
     public boolean hasMembers() {
         return members != null;
@@ -232,6 +243,7 @@ public final class Problem {
         private final Partitions given;
         private final Partitions.Builder partitions;
         private int[] previousOwner;
+        private boolean ownersGiven; // the previous owners were given written: a holding given writes none
         private final List<String> consumerNames = new ArrayList<>();
         private final Map<String, Integer> consumerIndex = new HashMap<>();
         private double[] own = new double[16];
@@ -264,6 +276,22 @@ public final class Problem {
             this(capacity, partitions, null, 0);
             previousOwner = new int[partitions.n];
             Arrays.fill(previousOwner, Pool.NONE);
+        }
+
+        /**
+         * A problem on partitions built before whose previous owners the caller wrote already: {@code owners[j]} is
+         * the consumer (as {@link #consumer} numbers them, in the order they will be given) whose holding {@link
+         * #previous(int, Holding)} will give partition j, {@link #NO_OWNER} for one no holding gives. Exactly those:
+         * nothing checks it (for a caller that keeps them from a previous problem and rewrites what changed). The
+         * array becomes the problem's; it must not be changed after.
+         */
+        public Builder(double capacity, Partitions partitions, int[] owners) {
+            this(capacity, partitions, null, 0);
+            if (owners.length != partitions.n) {
+                throw new IllegalArgumentException("the previous owners were made for other partitions than the problem's");
+            }
+            previousOwner = owners;
+            ownersGiven = true;
         }
 
         private Builder(double capacity, Partitions given, Partitions.Builder partitions, int expectedPartitions) {
@@ -376,6 +404,9 @@ public final class Problem {
 
         /** Consumer c held partition j (in the order its previous list names them). */
         public Builder previous(int c, int j) {
+            if (ownersGiven) {
+                throw new IllegalStateException("the previous owners were given written: give holdings");
+            }
             previousConsumer(c);
             if (holdingOf[listing[c]] != null) {
                 throw new IllegalStateException("consumer " + consumerNames.get(c) + "'s partitions were given as a holding");
@@ -401,8 +432,8 @@ public final class Problem {
             if (holdingOf[place] != null || givenSingly[place]) {
                 throw new IllegalStateException("consumer " + consumerNames.get(c) + "'s partitions were given twice");
             }
-            for (int j : holding.decreasing) {
-                hold(c, j);
+            for (int k = 0; !ownersGiven && k < holding.decreasing.length; k++) {
+                hold(c, holding.decreasing[k]);
             }
             holdingOf[place] = holding;
             return this;

@@ -9,6 +9,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Random;
 import org.junit.jupiter.api.Test;
 
 /** Hand-worked cases of the core; tests/integration/test_java_core.py compares it with the reference at large. */
@@ -170,5 +171,76 @@ class CoreTest {
         assertEquals(assignment(Algorithm.of("mwf", Map.of()).solve(problem)),
                 assignment(Algorithm.of("mwf", Map.of()).solve(problem)));
         assertEquals(List.of("m1", "m2", "m07", "m7", "m10"), Algorithm.of("wfd", Map.of()).solve(problem).consumers());
+    }
+
+    /**
+     * The loads, moves, Rscore and unchanged consumers an outcome reports (taken from the placement's tally where it
+     * has one) are those of its assignment: each consumer's rates summed in its order, the partitions held before by
+     * another consumer, exactly the partitions it held before. Random groups with members that stay, leave and join,
+     * new partitions, surplus bins folded, budgets, every algorithm, with and without racks.
+     */
+    @Test
+    void theOutcomeReportsWhatItsAssignmentIs() {
+        Random random = new Random(7);
+        for (int round = 0; round < 400; round++) {
+            int n = 1 + random.nextInt(60);
+            boolean zoned = round % 4 == 3;
+            Problem.Builder builder = new Problem.Builder(10 + random.nextInt(20));
+            int t = builder.topic("t");
+            for (int p = 0; p < n; p++) {
+                builder.partition(t, p, random.nextInt(4) == 0 ? 0.0 : random.nextInt(12) + random.nextDouble(), Double.NaN);
+                if (zoned) {
+                    builder.racks(p, List.of("r" + random.nextInt(3)));
+                }
+            }
+            int before = random.nextInt(6);
+            int members = random.nextInt(4) == 0 ? 0 : 1 + random.nextInt(6);
+            java.util.Set<Integer> added = new java.util.HashSet<>();
+            for (int m = 0; m < members; m++) {
+                int c = builder.consumer("m" + (m + random.nextInt(2) * before));
+                if (added.add(c)) {
+                    builder.member(c, random.nextBoolean() ? Double.NaN : 5 + random.nextInt(30));
+                    if (zoned) {
+                        builder.rack(c, "r" + random.nextInt(3));
+                    }
+                }
+            }
+            for (int p = 0; p < n && before > 0; p++) {
+                if (random.nextInt(5) > 0) { // else a new partition
+                    builder.previous(builder.consumer("m" + random.nextInt(before)), p);
+                }
+            }
+            Problem problem = builder.build();
+            String name = new ArrayList<>(Algorithm.NAMES).get(round % Algorithm.NAMES.size());
+            Map<String, Object> params = name.startsWith("m") && random.nextBoolean()
+                    ? Map.of("max_moves", random.nextInt(5)) : Map.of();
+            Outcome outcome = Algorithm.of(name, params).solve(problem);
+            int moves = 0;
+            double moved = 0;
+            for (int i = 0; i < outcome.consumerCount(); i++) {
+                double load = 0.0;
+                int kept = 0;
+                for (int j : outcome.partitions(i)) {
+                    load += problem.rate(j);
+                    String was = problem.previousOwner(j);
+                    if (outcome.consumer(i).equals(was)) {
+                        kept++;
+                    } else if (was != null) {
+                        moves++;
+                        moved += problem.rate(j);
+                    }
+                    assertEquals(i, outcome.ownerIndex(j));
+                }
+                assertEquals(load, outcome.load(i), name + " round " + round);
+                int heldBefore = 0;
+                for (int j = 0; j < n; j++) {
+                    heldBefore += outcome.consumer(i).equals(problem.previousOwner(j)) ? 1 : 0;
+                }
+                assertEquals(kept == outcome.partitions(i).length && heldBefore == kept, outcome.unchanged(i),
+                        name + " round " + round + " consumer " + outcome.consumer(i));
+            }
+            assertEquals(moves, outcome.moves(), name + " round " + round);
+            assertEquals(moved / problem.capacity(), outcome.rscore(), 1e-9);
+        }
     }
 }
