@@ -15,9 +15,9 @@ final class AnyFit {
 
     static Placement place(Problem problem, Bins.Rule rule, boolean decreasing) {
         Bins bins = new Bins(problem, rule);
-        for (int i = 0; i < problem.n; i++) {
-            bins.place(decreasing ? problem.decreasing[i] : i);
-        }
+        // (in the decreasing order its rates are read from an array in that order: in memory order)
+        bins.placeAll(decreasing ? problem.decreasing : null,
+                decreasing ? problem.partitions.decreasingRate : problem.rate, problem.n);
         if (bins.zones != null) {
             return SearchState.finishZoned(bins, new ModifiedAnyFit.Spending(problem, null, null)).placement(Map.of());
         }

@@ -164,7 +164,11 @@ final class Bins {
 
     /** An open bin that takes partition j under this rule, or -1. */
     int find(int j) {
-        double need = rates[j];
+        return find(rates[j]);
+    }
+
+    /** An open bin that takes a partition of rate {@code need} under this rule, or -1. */
+    private int find(double need) {
         switch (rule) {
             case NEXT: {
                 int b = count - 1;
@@ -242,28 +246,42 @@ final class Bins {
 
     /** The open bin {@link #place} puts j into, or -1 where it opens one. */
     int choose(int j) {
+        return choose(j, rates[j]);
+    }
+
+    /** {@link #choose} with j's rate read by the caller (from {@link Partitions#decreasingRate}: in memory order). */
+    private int choose(int j, double rate) {
         if (zones == null) {
-            return find(j);
+            return find(rate);
         }
         int b = localChoice(j);
-        return b == NOT_LOCAL ? find(j) : b;
+        return b == NOT_LOCAL ? find(rate) : b;
     }
 
     /** {@link #place} with {@link #choose}'s choice for j made. */
     int placeChosen(int j, int chosen) {
+        return placeChosen(j, chosen, rates[j]);
+    }
+
+    /** {@link #placeChosen(int, int)} with j's rate read by the caller. */
+    private int placeChosen(int j, int chosen, double rate) {
         int b = chosen;
         if (b < 0 && zones != null) {
             b = openLocal(j);
         }
         if (b < 0) {
-            b = open(problem.previousOwner[j]);
+            b = open(nonePrevious ? Pool.NONE : problem.previousOwner[j]);
         }
-        put(b, j);
+        put(b, j, rate);
         return b;
     }
 
     void put(int b, int j) {
-        load[b] += rates[j];
+        put(b, j, rates[j]);
+    }
+
+    private void put(int b, int j, double rate) {
+        load[b] += rate;
         hold(b, j);
         track(b);
     }
@@ -320,10 +338,51 @@ final class Bins {
 
     /** assignBin: by the rule, else into a new bin h(j,k) (Eq. 14). Next Fit's first bin is f(k). */
     int place(int j) {
+        return place(j, rates[j]);
+    }
+
+    /** {@link #place(int)} with j's rate read by the caller. */
+    private int place(int j, double rate) {
         if (rule == Rule.NEXT && count == 0) {
             open(Pool.NONE);
         }
-        return placeChosen(j, choose(j));
+        return placeChosen(j, choose(j, rate), rate);
+    }
+
+    /**
+     * Places {@code order[0..length)} one after the other as {@link #place(int, double)} does ({@code orderRates[k]}:
+     * {@code order[k]}'s rate; {@code order} null: the partitions in index order). Worst Fit outside zone mode places
+     * in runs: after a partition went into the bin with the most room, the next ones that fit go into it too while it
+     * keeps more room than the runner-up (the heap's second, which no other change moves meanwhile), each without a
+     * heap update; the heap is updated once per run, with the load each put would have left. The bins and every
+     * choice are those of placing one by one.
+     */
+    void placeAll(int[] order, double[] orderRates, int length) {
+        boolean runs = rule == Rule.WORST && zones == null;
+        int k = 0;
+        while (k < length) {
+            int b = place(order == null ? k : order[k], orderRates[k]);
+            k++;
+            if (!runs || heap.top() != b) {
+                continue;
+            }
+            int second = heap.secondPlace();
+            double bound = limit[b];
+            double sum = load[b];
+            int start = k;
+            while (k < length && sum + orderRates[k] <= bound) { // fits into the top bin: find()'s test
+                sum += orderRates[k];
+                hold(b, order == null ? k : order[k]);
+                k++;
+                if (second >= 0 && heap.sortsBefore(second, sum - bound, tie[b], b)) {
+                    break; // it sinks below the runner-up: the heap is updated and the next choice made anew
+                }
+            }
+            if (k > start) {
+                load[b] = sum;
+                track(b);
+            }
+        }
     }
 
     /** Bin b's partitions: its own array when exactly full (the bins are not used after), else a copy. */

@@ -66,6 +66,20 @@ final class MinHeap {
         }
     }
 
+    /** The place of the entry that is the top once the top is left out (the lesser of its children), -1: none. */
+    int secondPlace() {
+        if (size < 2) {
+            return -1;
+        }
+        return size > 2 && before(2, keyValue[1], keyTie[1], heap[1]) ? 2 : 1;
+    }
+
+    /** Whether the entry at place {@code at} sorts before (v, t, id): where it is the second, whether the top would
+     * sink below it with the key (v, t, id). */
+    boolean sortsBefore(int at, double v, long t, int id) {
+        return before(at, v, t, id);
+    }
+
     int pop() {
         int id = heap[0];
         position[id] = -1;

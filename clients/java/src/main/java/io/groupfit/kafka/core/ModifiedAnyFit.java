@@ -178,27 +178,13 @@ final class ModifiedAnyFit {
             System.arraycopy(pset, taken, unassigned, unassignedCount, end - taken);
             unassignedCount += end - taken;
         }
-        boolean nonePrevious = holdings.length == 0; // a group forming: no partition has a consumer to look up
-        for (int j : problem.decreasing(unassigned, unassignedCount)) { // lines 27-30
-            int was = nonePrevious ? Pool.NONE : problem.previousOwner[j];
-            if (zones != null && letGo[j]) {
-                placeLetGo(bins, spending, home, j, was);
-                continue;
-            }
-            int b = bins.choose(j);
-            int stay = was == Pool.NONE ? -1 : home[was];
-            if (stay < 0 || b == stay) {
-                b = bins.placeChosen(j, b);
-                if (was != Pool.NONE && bins.ids[b] != was) {
-                    spending.spend(j);
-                }
-            } else if (spending.affords(j)) {
-                bins.place(j);
-                spending.spend(j);
-            } else { // the budget is spent: j stays where it is
-                spending.refused++;
-                bins.put(stay, j);
-            }
+        int[] visit = problem.decreasing(unassigned, unassignedCount); // lines 27-30
+        if (holdings.length == 0) {
+            // a group forming: every partition by the rule, none with a consumer to stay with or a move to charge
+            // (their rates read in the decreasing order: in memory order)
+            bins.placeAll(visit, problem.partitions.decreasingRate, visit.length);
+        } else {
+            placeUnassigned(bins, spending, home, letGo, visit);
         }
         SearchState state = zones == null ? null : SearchState.finishZoned(bins, spending);
         Map<String, Object> outputs = Map.of();
@@ -226,6 +212,33 @@ final class ModifiedAnyFit {
             outputs.put("overloaded_consumers", overloaded);
         }
         return state != null ? state.placement(outputs) : Placement.of(bins, outputs);
+    }
+
+    /** Lines 27-30 where partitions had consumers: one stays where it is when the fit rule would move it and the
+     * budget does not afford the move. */
+    private static void placeUnassigned(Bins bins, Spending spending, int[] home, boolean[] letGo, int[] visit) {
+        int[] previousOwner = bins.problem.previousOwner;
+        for (int j : visit) {
+            int was = previousOwner[j];
+            if (letGo != null && letGo[j]) {
+                placeLetGo(bins, spending, home, j, was);
+                continue;
+            }
+            int b = bins.choose(j);
+            int stay = was == Pool.NONE ? -1 : home[was];
+            if (stay < 0 || b == stay) {
+                b = bins.placeChosen(j, b);
+                if (was != Pool.NONE && bins.ids[b] != was) {
+                    spending.spend(j);
+                }
+            } else if (spending.affords(j)) {
+                bins.place(j);
+                spending.spend(j);
+            } else { // the budget is spent: j stays where it is
+                spending.refused++;
+                bins.put(stay, j);
+            }
+        }
     }
 
     /** Zone mode without members: a partition its consumer {@code was} reads across zones goes to a consumer of its

@@ -27,6 +27,9 @@ public final class Partitions {
     /** Partition indices by rate, largest first, ties by (topic, partition); and each one's place there. */
     final int[] decreasing;
     final int[] decreasingRank;
+    /** The rates in the decreasing order ({@code rate[decreasing[k]]}): a visit in that order reads them in memory
+     * order, not one at random per partition. */
+    final double[] decreasingRate;
     /** Partition indices in (topic, partition) order; null where that is the index order (partitions listed in
      * it, as the broker assignor lists them). */
     private final int[] byKey;
@@ -42,8 +45,10 @@ public final class Partitions {
         byKey = keyOrder();
         decreasing = Sorting.decreasing(rate, byKey != null ? byKey : identity(n));
         decreasingRank = new int[n];
+        decreasingRate = new double[n];
         for (int position = 0; position < n; position++) {
             decreasingRank[decreasing[position]] = position;
+            decreasingRate[position] = rate[decreasing[position]];
         }
     }
 

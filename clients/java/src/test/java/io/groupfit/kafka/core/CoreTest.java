@@ -243,4 +243,49 @@ class CoreTest {
             assertEquals(moved / problem.capacity(), outcome.rscore(), 1e-9);
         }
     }
+
+    /**
+     * Worst Fit's runs ({@link Bins#placeAll}: the bin with the most room takes the next partitions while it keeps more
+     * room than the runner-up, the heap updated once per run) open the same bins and fill them with the same
+     * partitions in the same order, to the same loads, as placing one by one. Forming groups of hundreds to
+     * thousands of partitions, rates with many ties (room equal to the runner-up's: the tie, then the id decides) or
+     * none, members of mixed capacities or none; in the decreasing order and in request order.
+     */
+    @Test
+    void worstFitsRunsPlaceAsOneByOne() {
+        Random random = new Random(11);
+        for (int round = 0; round < 300; round++) {
+            int n = 1 + random.nextInt(round % 10 == 0 ? 5000 : 400);
+            double capacity = 10 + random.nextInt(40);
+            boolean ties = random.nextBoolean();
+            Problem.Builder builder = new Problem.Builder(capacity);
+            int t = builder.topic("t");
+            for (int p = 0; p < n; p++) {
+                double rate = ties ? random.nextInt(6) * capacity / 20 : random.nextDouble() * capacity * random.nextDouble();
+                builder.partition(t, p, random.nextInt(50) == 0 ? 1.5 * capacity : rate, Double.NaN);
+            }
+            int members = random.nextInt(4) == 0 ? 0 : 1 + random.nextInt(100);
+            for (int m = 0; m < members; m++) {
+                builder.member(builder.consumer("m" + m), random.nextInt(3) == 0 ? capacity * (1 + random.nextInt(3)) / 2
+                        : Double.NaN);
+            }
+            Problem problem = builder.build();
+            boolean decreasing = round % 3 > 0;
+            int[] order = decreasing ? problem.decreasing : null;
+            Bins runs = new Bins(problem, Bins.Rule.WORST);
+            runs.placeAll(order, decreasing ? problem.partitions.decreasingRate : problem.rate, n);
+            Bins oneByOne = new Bins(problem, Bins.Rule.WORST);
+            for (int k = 0; k < n; k++) {
+                oneByOne.place(decreasing ? order[k] : k);
+            }
+            String where = "round " + round;
+            assertEquals(oneByOne.count, runs.count, where);
+            for (int b = 0; b < runs.count; b++) {
+                assertEquals(oneByOne.ids[b], runs.ids[b], where);
+                assertEquals(Arrays.toString(oneByOne.heldOf(b)), Arrays.toString(runs.heldOf(b)), where + " bin " + b);
+                assertEquals(oneByOne.load[b], runs.load[b], where + " bin " + b);
+                assertEquals(oneByOne.foreign[b], runs.foreign[b], where + " bin " + b);
+            }
+        }
+    }
 }
