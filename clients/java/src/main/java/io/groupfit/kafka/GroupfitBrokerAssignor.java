@@ -549,9 +549,9 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
         Problem problem = outcome.problem();
         int[] filled = new int[count];
         int[] runs = new int[count];
-        int[] lastTopic = new int[count]; // of each one's current run (beside the counts: one cache line less a step)
-        Arrays.fill(lastTopic, -1);
         if (changed * 16 < problem.size()) {
+            int[] lastTopic = new int[count]; // of each one's current run (beside the counts: one cache line less a step)
+            Arrays.fill(lastTopic, -1);
             for (int i = 0; i < count; i++) {
                 if (numbers[i] != null) {
                     int[] mine = outcome.partitions(i).clone();
@@ -562,10 +562,25 @@ public class GroupfitBrokerAssignor implements ConsumerGroupPartitionAssignor, C
                 }
             }
         } else {
-            for (int j = 0, n = problem.size(); j < n; j++) {
-                int i = outcome.ownerIndex(j);
-                if (numbers[i] != null) {
-                    run(problem, i, j, numbers, runTopic, runEnd, filled, runs, lastTopic);
+            // topic by topic (a topic's partitions are consecutive indices from its base), each one's run of the
+            // topic closed after it: per partition only its number is written
+            int[] owners = outcome.ownersPlusOne();
+            int[] base = table.base();
+            for (int t = 0, n = problem.size(); t < topics; t++) {
+                for (int j = base[t], end = t + 1 < topics ? base[t + 1] : n; j < end; j++) {
+                    int i = owners[j] - 1;
+                    int[] mine = numbers[i];
+                    if (mine != null) {
+                        mine[filled[i]++] = problem.partition(j);
+                    }
+                }
+                for (int i = 0; i < count; i++) {
+                    int k = runs[i];
+                    if (numbers[i] != null && filled[i] > (k == 0 ? 0 : runEnd[i][k - 1])) {
+                        runTopic[i][k] = t;
+                        runEnd[i][k] = filled[i];
+                        runs[i] = k + 1;
+                    }
                 }
             }
         }

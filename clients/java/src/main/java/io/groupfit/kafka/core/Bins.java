@@ -148,6 +148,27 @@ final class Bins {
         }
     }
 
+    /** {@link #hold} of {@code order[from..to)} ({@code order} null: the indices from..to) at once. */
+    private void holdAll(int b, int[] order, int from, int to) {
+        int first = heldCount[b];
+        int after = first + to - from;
+        if (after > held[b].length) {
+            held[b] = Arrays.copyOf(held[b], Math.max(after, 2 * held[b].length));
+        }
+        int[] kept = held[b];
+        for (int k = from; k < to; k++) {
+            kept[first + k - from] = order == null ? k : order[k];
+        }
+        heldCount[b] = after;
+        if (nonePrevious) {
+            foreign[b] += to - from;
+        } else {
+            for (int i = first; i < after; i++) {
+                arrived(b, kept[i], problem.previousOwner[kept[i]]);
+            }
+        }
+    }
+
     /** Partition j, of consumer {@code was} before (or NONE), went into bin b. */
     private void arrived(int b, int j, int was) {
         if (was == ids[b]) {
@@ -371,14 +392,13 @@ final class Bins {
             double sum = load[b];
             int start = k;
             while (k < length && sum + orderRates[k] <= bound) { // fits into the top bin: find()'s test
-                sum += orderRates[k];
-                hold(b, order == null ? k : order[k]);
-                k++;
+                sum += orderRates[k++];
                 if (second >= 0 && heap.sortsBefore(second, sum - bound, tie[b], b)) {
                     break; // it sinks below the runner-up: the heap is updated and the next choice made anew
                 }
             }
             if (k > start) {
+                holdAll(b, order, start, k);
                 load[b] = sum;
                 track(b);
             }

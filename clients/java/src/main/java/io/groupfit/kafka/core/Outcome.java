@@ -333,6 +333,14 @@ public final class Outcome {
         return owner;
     }
 
+    /**
+     * Per partition j, the index (into {@link #consumer}) of its consumer plus one: the outcome's own array, to be read
+     * only (a pass over every partition reads it without a call per partition).
+     */
+    public int[] ownersPlusOne() {
+        return owners();
+    }
+
     /** The index (into {@link #consumer}) of partition j's consumer. */
     public int ownerIndex(int j) {
         return owners()[j] - 1;
