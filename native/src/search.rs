@@ -317,9 +317,16 @@ impl<'p, 's> SearchState<'p, 's> {
             .take(EJECTION_TRIES)
             .copied()
             .collect();
-        let rank = self.rank;
+        let (rank, rj) = (self.rank, rates[j as usize]);
         for b in roomiest {
-            let mut smaller = self.held[b].clone();
+            // its partitions smaller than j, smallest first (ties by rank); one unit of work for each partition
+            // looked at in that order, the larger ones after them
+            let mut smaller: Vec<u32> = self.held[b]
+                .iter()
+                .copied()
+                .filter(|&y| rates[y as usize] < rj)
+                .collect();
+            let larger = self.held[b].len() - smaller.len();
             smaller.sort_unstable_by(|&x, &y| {
                 F(rates[x as usize])
                     .cmp(&F(rates[y as usize]))
@@ -327,8 +334,8 @@ impl<'p, 's> SearchState<'p, 's> {
             });
             for y in smaller {
                 self.work += 1;
-                let (ry, rj) = (rates[y as usize], rates[j as usize]);
-                if ry >= rj || !within(self.load[b] - ry + rj, self.cap[b]) {
+                let ry = rates[y as usize];
+                if !within(self.load[b] - ry + rj, self.cap[b]) {
                     continue;
                 }
                 journal.push((y, b));
@@ -349,6 +356,7 @@ impl<'p, 's> SearchState<'p, 's> {
                     }
                 }
             }
+            self.work += larger as i64;
         }
         false
     }
