@@ -357,7 +357,13 @@ impl<'a> Bins<'a> {
     /// Zone mode: an open bin of one of j's racks that takes j under this rule, or None.
     fn find_local(&mut self, j: u32) -> Option<usize> {
         let need = self.rates[j as usize];
-        let racks = self.zones?.of_partition(j);
+        let zones = self.zones?;
+        if let (Some(r), Rule::Worst) = (zones.lone_rack(j), self.rule) {
+            // (most partitions: one rack, one heap)
+            let heap = &mut self.rack_heap[r];
+            return Self::top(heap, &self.load, &self.limit, need);
+        }
+        let racks = zones.of_partition(j);
         match self.rule {
             Rule::Best => racks
                 .iter()

@@ -169,6 +169,7 @@ pub fn modified_any_fit(
     let zones = bins.zones;
     let mut let_go = vec![false; if zones.is_some() { rates.len() } else { 0 }];
     let mut home: Vec<usize> = vec![usize::MAX; known];
+    let mut across: Vec<u32> = vec![]; // a consumer's partitions read across zones, in order
     for consumer in visits {
         let pset = &mut psets[consumer as usize];
         // a consumer that is gone keeps nothing
@@ -177,19 +178,21 @@ pub fn modified_any_fit(
             // zone mode: the partitions it reads across zones go (without members: a consumer can be started
             // in their zones), or come after its others (with members: kept while they fit)
             let rack = zones.rack_of(consumer);
-            let crossing = |&j: &u32| zones.crosses(j, rack);
-            if pset.iter().any(crossing) {
-                let (across, mut own): (Vec<u32>, Vec<u32>) =
-                    pset.iter().partition(|j| crossing(j));
-                if members.is_none() {
-                    for &j in &across {
-                        let_go[j as usize] = true;
-                    }
-                    unassigned.extend_from_slice(&across);
-                } else {
-                    own.extend_from_slice(&across);
+            across.clear();
+            pset.retain(|&j| {
+                let crosses = zones.crosses(j, rack);
+                if crosses {
+                    across.push(j);
                 }
-                *pset = own;
+                !crosses
+            });
+            if members.is_none() {
+                for &j in &across {
+                    let_go[j as usize] = true;
+                }
+                unassigned.extend_from_slice(&across);
+            } else {
+                pset.extend_from_slice(&across);
             }
         }
         // lines 6-13: smallest first into open bins, while the budget affords the move

@@ -317,9 +317,16 @@ impl<'p, 's> SearchState<'p, 's> {
             .take(EJECTION_TRIES)
             .copied()
             .collect();
-        let rank = self.rank;
+        let (rank, rj) = (self.rank, rates[j as usize]);
         for b in roomiest {
-            let mut smaller = self.held[b].clone();
+            // its partitions smaller than j, smallest first (ties by rank); one unit of work for each partition
+            // looked at in that order, the larger ones after them
+            let mut smaller: Vec<u32> = self.held[b]
+                .iter()
+                .copied()
+                .filter(|&y| rates[y as usize] < rj)
+                .collect();
+            let larger = self.held[b].len() - smaller.len();
             smaller.sort_unstable_by(|&x, &y| {
                 F(rates[x as usize])
                     .cmp(&F(rates[y as usize]))
@@ -327,8 +334,8 @@ impl<'p, 's> SearchState<'p, 's> {
             });
             for y in smaller {
                 self.work += 1;
-                let (ry, rj) = (rates[y as usize], rates[j as usize]);
-                if ry >= rj || !within(self.load[b] - ry + rj, self.cap[b]) {
+                let ry = rates[y as usize];
+                if !within(self.load[b] - ry + rj, self.cap[b]) {
                     continue;
                 }
                 journal.push((y, b));
@@ -349,6 +356,7 @@ impl<'p, 's> SearchState<'p, 's> {
                     }
                 }
             }
+            self.work += larger as i64;
         }
         false
     }
@@ -521,32 +529,33 @@ impl<'p, 's> SearchState<'p, 's> {
         let mut crossing: Vec<u32> = (0..self.owner.len() as u32)
             .filter(|&j| crosses(self, j))
             .collect();
+        let mut sorted = 0; // crossing[..sorted]: the last pass's list, in order; after it, what that pass moved
         while self.work < limit {
             self.work += self.owner.len() as i64 / 16 + 1;
-            by_rank(&mut crossing, self.rank);
+            let mut moved = crossing.split_off(sorted);
+            by_rank(&mut moved, self.rank);
+            crossing = merged(crossing, moved, self.rank);
             crossing.dedup();
             crossing.retain(|&j| crosses(self, j));
             let before = kept;
             self.pass_moves = Some(vec![]);
-            // per racks: partitions in a row left across zones
-            let mut failed: Map<&[u32], usize> = Map::default();
+            // per racks: partitions in a row left across zones; a pass whose every racks is done ends
+            let mut failed = Failures::of(&crossing, zones);
             for &j in &crossing {
-                if self.work >= limit {
+                if self.work >= limit || failed.all_done() {
                     break;
                 }
-                let racks = zones.of_partition(j);
-                if self.local(j, self.owner[j as usize])
-                    || failed.get(racks).is_some_and(|&n| n >= FAILED_LOCALIZES)
-                {
+                if self.local(j, self.owner[j as usize]) || failed.done(j) {
                     continue;
                 }
                 if self.localize_one(j, limit) {
                     kept += 1;
-                    failed.insert(racks, 0);
+                    failed.reset(j);
                 } else {
-                    *failed.entry(racks).or_insert(0) += 1;
+                    failed.add(j);
                 }
             }
+            sorted = crossing.len();
             crossing.extend(self.pass_moves.take().expect("the pass's moves"));
             if kept == before {
                 break;
@@ -724,6 +733,88 @@ fn by_rank(partitions: &mut [u32], rank: &[u32]) {
     for (j, key) in partitions.iter_mut().zip(keys) {
         *j = key as u32;
     }
+}
+
+/// `localize`'s count, per racks, of the partitions in a row a pass left across zones: those of a racks
+/// whose count reached FAILED_LOCALIZES are not tried for the rest of the pass. Racks of one rack (most
+/// partitions') are counted by rack, the others by their list.
+struct Failures<'z> {
+    zones: &'z Zones,
+    lone: Vec<usize>,
+    several: Map<&'z [u32], usize>,
+    /// racks of one rack among the pass's partitions and not done yet; whether any has several
+    open: usize,
+    any_several: bool,
+}
+
+impl<'z> Failures<'z> {
+    fn of(partitions: &[u32], zones: &'z Zones) -> Self {
+        // a rack none of the partitions has counts as done
+        let (mut lone, mut any_several) = (vec![usize::MAX; zones.names.len()], false);
+        for &j in partitions {
+            match zones.lone_rack(j) {
+                Some(r) => lone[r] = 0,
+                None => any_several = true,
+            }
+        }
+        let open = lone.iter().filter(|&&n| n == 0).count();
+        Failures {
+            zones,
+            lone,
+            several: Map::default(),
+            open,
+            any_several,
+        }
+    }
+
+    fn count(&mut self, j: u32) -> &mut usize {
+        match self.zones.lone_rack(j) {
+            Some(r) => &mut self.lone[r],
+            None => self.several.entry(self.zones.of_partition(j)).or_insert(0),
+        }
+    }
+
+    fn done(&mut self, j: u32) -> bool {
+        *self.count(j) >= FAILED_LOCALIZES
+    }
+
+    fn reset(&mut self, j: u32) {
+        *self.count(j) = 0;
+    }
+
+    fn add(&mut self, j: u32) {
+        let count = self.count(j);
+        *count += 1;
+        if *count == FAILED_LOCALIZES && self.zones.lone_rack(j).is_some() {
+            self.open -= 1;
+        }
+    }
+
+    /// Whether no partition of the pass is left to try.
+    fn all_done(&self) -> bool {
+        self.open == 0 && !self.any_several
+    }
+}
+
+/// Two lists in the order of `rank`, merged into one in that order.
+fn merged(a: Vec<u32>, b: Vec<u32>, rank: &[u32]) -> Vec<u32> {
+    if b.is_empty() {
+        return a;
+    }
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut x, mut y) = (a.iter().peekable(), b.iter().peekable());
+    while let (Some(&&i), Some(&&j)) = (x.peek(), y.peek()) {
+        if (rank[i as usize], i) <= (rank[j as usize], j) {
+            out.push(i);
+            x.next();
+        } else {
+            out.push(j);
+            y.next();
+        }
+    }
+    out.extend(x);
+    out.extend(y);
+    out
 }
 
 /// The open consumers of `targets` in the order of their keys ((a value, id) as one integer), sorted as they

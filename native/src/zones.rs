@@ -85,6 +85,12 @@ impl Zones {
         &self.racks[self.starts[j as usize] as usize..self.starts[j as usize + 1] as usize]
     }
 
+    /// Partition j's rack where it has exactly one.
+    #[inline]
+    pub fn lone_rack(&self, j: u32) -> Option<usize> {
+        usize::try_from(self.lone[j as usize]).ok()
+    }
+
     /// The rack known for consumer c before the algorithm runs.
     pub fn rack_of(&self, c: u32) -> i32 {
         self.of_consumer.get(c as usize).copied().unwrap_or(NO_RACK)

@@ -23,6 +23,7 @@ import pytest
 from app.codec.assign_input import Limits, compiled_input
 from app.core import native
 from app.core.algorithm import get_algorithm
+from app.core.algorithms import modified_any_fit, search
 from app.core.assign import solve
 from app.core.errors import AssignmentError
 from app.core.model import build_problem
@@ -235,6 +236,42 @@ def test_the_cores_agree_where_a_zone_lacks_capacity(java_build: JavaBuild):
         compiled = compiled_answer(case)
         expected = {k: answer[k] for k in compiled} | {"assignment": sorted_held(answer["assignment"])}
         assert compiled == expected, case["algorithm"]
+
+
+def drifted_short_zone(rng: random.Random) -> dict[str, Any]:
+    """3 000 partitions of up to a tenth of C, led evenly in three zones; members with 1.25 × the total capacity,
+    zone c's half as many as each other zone's; the previous assignment MWF's for the rates before a drift of up to
+    10 %: `localize`'s exact re-placements spend the whole of their budget."""
+    capacity = 1000.0
+    partitions = [
+        {"topic": "t", "partition": p, "rate": round(rng.uniform(0, 100.0), 3), "racks": ["abc"[p % 3]]}
+        for p in range(3000)
+    ]
+    count = math.ceil(1.25 * math.fsum(p["rate"] for p in partitions) / capacity)
+    members: list[Any] = [
+        {"id": f"m{i:04d}", "capacity": None, "rack": "a" if i < 2 * count // 5 else "b" if i < 4 * count // 5 else "c"}
+        for i in range(count)
+    ]
+    first = reference(case_of("mwf", {}, capacity, partitions, members, {}))
+    previous = {c: [{"topic": t, "partition": p} for t, p in held] for c, held in first["assignment"].items() if held}
+    drifted = [p | {"rate": round(p["rate"] * rng.uniform(0.9, 1.1), 3)} for p in partitions]
+    return case_of("mwf", {}, capacity, drifted, members, previous)
+
+
+def test_the_cores_agree_where_localize_spends_its_exact_budget(java_build: JavaBuild, monkeypatch):
+    """Java, the compiled core and the reference give the same answer where `localize` stops re-placing exactly."""
+    case = drifted_short_zone(random.Random(SEED + 3))
+    states: list[search.SearchState] = []
+
+    def kept(*args):
+        states.append(search.finish_zoned(*args))
+        return states[-1]
+
+    monkeypatch.setattr(modified_any_fit, "finish_zoned", kept)
+    (answer,) = compare(java_build, [case], every_algorithm=False)
+    assert states[-1].exact_left is not None and states[-1].exact_left <= 0, "the budget was spent"
+    compiled = compiled_answer(case)
+    assert compiled == {k: answer[k] for k in compiled} | {"assignment": sorted_held(answer["assignment"])}
 
 
 def sorted_held(assignment: dict[str, list[list[Any]]]) -> dict[str, list[list[Any]]]:

@@ -439,10 +439,10 @@ class SearchState:
                 bins.append(idle)
             if len(bins) < 2 or (self.exact_left is not None and self.exact_left <= 0):
                 return False
-            before = self.work
+            work = self.work
             better = self.improve(bins, limit)
             if self.exact_left is not None:
-                self.exact_left -= self.work - before
+                self.exact_left -= self.work - work
             return better
         b, y = step
         before = self.spending.rate, self.spending.moves, self.cross

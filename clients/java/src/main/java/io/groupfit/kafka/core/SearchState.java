@@ -66,6 +66,8 @@ final class SearchState {
     private final int[] previousBin;
     private double cross;
     private long work;
+    /** The work {@code localize}'s exact re-placements may still spend. */
+    private long exactLeft;
     /** The consumers emptied by the search, by rack (index rack + 1: 0 for those without one). */
     private final List<TreeSet<Integer>> idle = new ArrayList<>();
     /** The non-empty consumers by (load − capacity, id), all and per rack; each one's key while it is listed. */
@@ -119,7 +121,9 @@ final class SearchState {
 
     /**
      * The last step of a zone-aware Best or Worst Fit algorithm (see the class): its bins as a search state, then
-     * consolidate, merge, rerack, localize. Work: at most 20 units per partition and 50 000, so it stays n log n.
+     * consolidate, merge, rerack, localize. Work: at most 20 units per partition and 50 000, so it stays n log n; of
+     * it, {@code localize}'s exact re-placements take at most one unit per partition and 50 000 (past a few hundred
+     * of them, each of a thousand nodes, they bring little: a short zone's consumers are full).
      */
     static SearchState finishZoned(Bins bins, ModifiedAnyFit.Spending spending) {
         SearchState state = new SearchState(bins, spending);
@@ -152,6 +156,7 @@ final class SearchState {
         }
         state.cross = cross;
         long limit = 20L * problem.n + 50_000;
+        state.exactLeft = problem.n + 50_000L;
         state.consolidate(limit / 2);
         state.merge(limit);
         state.rerack();
@@ -696,7 +701,13 @@ final class SearchState {
             if (spare >= 0) {
                 bins[k++] = spare;
             }
-            return k > 1 && improve(Arrays.copyOf(bins, k), limit);
+            if (k < 2 || exactLeft <= 0) {
+                return false;
+            }
+            long before = work;
+            boolean better = improve(Arrays.copyOf(bins, k), limit);
+            exactLeft -= work - before;
+            return better;
         }
         double beforeRate = spending.rate;
         long beforeMoves = spending.moves;
