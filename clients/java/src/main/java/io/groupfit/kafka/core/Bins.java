@@ -393,7 +393,7 @@ final class Bins {
             int start = k;
             while (k < length && sum + orderRates[k] <= bound) { // fits into the top bin: find()'s test
                 sum += orderRates[k++];
-                if (second >= 0 && heap.sortsBefore(second, sum - bound, tie[b], b)) {
+                if (second >= 0 && heap.before(second, sum - bound, tie[b], b)) {
                     break; // it sinks below the runner-up: the heap is updated and the next choice made anew
                 }
             }

@@ -74,12 +74,6 @@ final class MinHeap {
         return size > 2 && before(2, keyValue[1], keyTie[1], heap[1]) ? 2 : 1;
     }
 
-    /** Whether the entry at place {@code at} sorts before (v, t, id): where it is the second, whether the top would
-     * sink below it with the key (v, t, id). */
-    boolean sortsBefore(int at, double v, long t, int id) {
-        return before(at, v, t, id);
-    }
-
     int pop() {
         int id = heap[0];
         position[id] = -1;
@@ -90,8 +84,9 @@ final class MinHeap {
         return id;
     }
 
-    /** Whether the entry at place {@code at} sorts before (v, t, id). */
-    private boolean before(int at, double v, long t, int id) {
+    /** Whether the entry at place {@code at} sorts before (v, t, id) (at the second place: whether the top, with the
+     * key (v, t, id), would sink below it). */
+    boolean before(int at, double v, long t, int id) {
         double x = keyValue[at];
         if (x != v) {
             return x < v;
