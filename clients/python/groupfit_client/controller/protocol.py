@@ -9,6 +9,7 @@ command's id and carries what the consumer reads after applying it. Each record 
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -61,9 +62,25 @@ def control_consumer(bootstrap: str, control_topic: str) -> Any:
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": f"control-{uuid.uuid4().hex}", "enable.auto.commit": False}
     )
-    _, end = consumer.get_watermark_offsets(KafkaTP(control_topic, 0), timeout=10)
-    consumer.assign([KafkaTP(control_topic, 0, end)])
+    consumer.assign([KafkaTP(control_topic, 0, end_offset(consumer, KafkaTP(control_topic, 0), timeout=10))])
     return consumer
+
+
+def end_offset(consumer: Any, partition: Any, timeout: float) -> int:
+    """`partition`'s end offset. A topic created a moment ago may have no leader yet on the broker asked
+    (NOT_LEADER_FOR_PARTITION, LEADER_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PART until the metadata spreads):
+    asked again until `timeout` seconds have passed, then the error is raised."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    not_yet = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART}
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return int(consumer.get_watermark_offsets(partition, timeout=max(deadline - time.monotonic(), 0.1))[1])
+        except KafkaException as error:
+            if error.args[0].code() not in not_yet or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.1)
 
 
 def producer(bootstrap: str) -> Any:
