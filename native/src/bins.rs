@@ -4,7 +4,8 @@
 //! only the last opened; ties to the lowest id.
 //!
 //! Zone mode (a zone-aware request; Best and Worst Fit): each bin has a rack and the rule keeps one index per
-//! rack beside the global one. A partition goes to an open bin of one of its racks by the rule, else into a new
+//! rack, the global one holding only the bins without a rack; the rule's choice among every bin is the best of
+//! those indices' choices. A partition goes to an open bin of one of its racks by the rule, else into a new
 //! bin in one of its racks, else to any open bin by the rule (across zones), else into a new bin h(j,k).
 
 use std::cmp::{Ordering, Reverse};
@@ -78,9 +79,11 @@ pub struct Bins<'a> {
     pub load: Vec<f64>,
     pub held: Vec<Vec<u32>>,
     pub tie: Vec<u64>,
-    // Worst Fit: min-heap of (load − limit, tie, bin), stale entries skipped (loads only grow).
+    // Worst Fit: min-heap of (load − limit, tie, bin), stale entries skipped (loads only grow); zone mode: of
+    // the bins without a rack.
     heap: BinaryHeap<Reverse<(F, u64, u32)>>,
-    // Best Fit: open bins by (residual, tie) as one integer (`ordered`), each with its bin.
+    // Best Fit: open bins by (residual, tie) as one integer (`ordered`), each with its bin (zone mode: those
+    // without a rack).
     by_residual: BTreeMap<u128, u32>,
     entry: Vec<Option<u128>>,
     // First Fit: max-segment tree of residuals over every id the pool can open, in id order.
@@ -94,10 +97,6 @@ pub struct Bins<'a> {
     rack_residual: Vec<BTreeMap<u128, u32>>,
     rack_entry: Vec<Option<u128>>,
     rack_heap: Vec<BinaryHeap<Reverse<(F, u64, u32)>>>,
-    /// Zone mode: the bins whose entry in the index of every bin is out of date. Most partitions go to a bin
-    /// of their racks, so that index is brought up to date only when it is read, each bin once.
-    outdated: Vec<u32>,
-    is_outdated: Vec<bool>,
     /// consumer → its bin (NONE: not open)
     pub bin_of: Vec<u32>,
 }
@@ -142,8 +141,6 @@ impl<'a> Bins<'a> {
             rack_residual: vec![BTreeMap::new(); if rule == Rule::Best { racks } else { 0 }],
             rack_entry: vec![],
             rack_heap: vec![BinaryHeap::new(); if rule == Rule::Worst { racks } else { 0 }],
-            outdated: vec![],
-            is_outdated: vec![],
             bin_of: vec![],
             consumers,
         };
@@ -208,11 +205,8 @@ impl<'a> Bins<'a> {
         self.held.push(vec![]);
         self.tie.push(self.consumers.tie[c as usize]);
         self.entry.push(None);
-        if self.zones.is_some() {
-            if self.rule == Rule::Best {
-                self.rack_entry.push(None);
-            }
-            self.is_outdated.push(false);
+        if self.zones.is_some() && self.rule == Rule::Best {
+            self.rack_entry.push(None);
         }
         let b = self.ids.len() - 1;
         if self.rule == Rule::First {
@@ -231,9 +225,6 @@ impl<'a> Bins<'a> {
 
     /// An open bin that takes partition j under this rule, or None.
     pub fn find(&mut self, j: u32) -> Option<usize> {
-        if !self.outdated.is_empty() {
-            self.bring_up_to_date();
-        }
         let need = self.rates[j as usize];
         match self.rule {
             Rule::Next => {
@@ -254,14 +245,20 @@ impl<'a> Bins<'a> {
                 }
                 Some(self.bin_at[i - self.leaves] as usize)
             }
-            Rule::Best => {
-                let (_, &b) = self
-                    .by_residual
-                    .range((ordered(need) as u128) << 64..)
-                    .next()?;
-                Some(b as usize)
+            Rule::Best if self.zones.is_none() => {
+                Self::best_of([&self.by_residual].into_iter(), need)
             }
-            Rule::Worst => Self::top(&mut self.heap, &self.load, &self.limit, need),
+            Rule::Worst if self.zones.is_none() => {
+                Self::top(&mut self.heap, &self.load, &self.limit, need)
+            }
+            // zone mode: the best of every rack's index and of that of the bins without a rack
+            Rule::Best => Self::best_of(self.rack_residual.iter().chain([&self.by_residual]), need),
+            Rule::Worst => Self::worst_of(
+                self.rack_heap.iter_mut().chain([&mut self.heap]),
+                &self.load,
+                &self.limit,
+                need,
+            ),
         }
     }
 
@@ -298,11 +295,8 @@ impl<'a> Bins<'a> {
                         Self::renew(&mut self.rack_heap[rack], entry);
                     }
                 }
-                if self.zones.is_none() {
-                    self.renew_every(b);
-                } else if !self.is_outdated[b] {
-                    self.is_outdated[b] = true;
-                    self.outdated.push(b as u32);
+                if self.rack[b] == NO_RACK {
+                    self.renew_global(b);
                 }
             }
         }
@@ -318,18 +312,9 @@ impl<'a> Bins<'a> {
         Reverse((F(self.load[b] - self.limit[b]), self.tie[b], b as u32))
     }
 
-    /// Zone mode: the index of every bin brought up to date, before it is read.
-    #[inline(never)]
-    fn bring_up_to_date(&mut self) {
-        for b in std::mem::take(&mut self.outdated) {
-            self.is_outdated[b as usize] = false;
-            self.renew_every(b as usize);
-        }
-    }
-
-    /// Bin b's entry in the rule's index of every bin, renewed.
+    /// Bin b's entry in the rule's global index, renewed.
     #[inline(always)]
-    fn renew_every(&mut self, b: usize) {
+    fn renew_global(&mut self, b: usize) {
         if self.rule == Rule::Best {
             let new = self.residual_entry(b);
             if let Some(old) = self.entry[b].replace(new) {
@@ -364,31 +349,76 @@ impl<'a> Bins<'a> {
             return Self::top(heap, &self.load, &self.limit, need);
         }
         let racks = zones.of_partition(j);
+        let of_racks = |r: &usize| racks.contains(&(*r as u32));
         match self.rule {
-            Rule::Best => racks
-                .iter()
-                .filter_map(|&r| {
-                    self.rack_residual[r as usize]
-                        .range((ordered(need) as u128) << 64..)
-                        .next()
-                })
-                .min()
-                .map(|(_, &b)| b as usize),
-            Rule::Worst => {
-                let mut best: Option<Reverse<(F, u64, u32)>> = None;
-                for &r in racks {
-                    let heap = &mut self.rack_heap[r as usize];
-                    if Self::top(heap, &self.load, &self.limit, need).is_some() {
-                        let top = *heap.peek().expect("a valid top");
-                        if best.is_none_or(|b| top.0 < b.0) {
-                            best = Some(top);
-                        }
-                    }
-                }
-                best.map(|Reverse((_, _, b))| b as usize)
-            }
+            Rule::Best => Self::best_of(
+                self.rack_residual
+                    .iter()
+                    .enumerate()
+                    .filter(|(r, _)| of_racks(r))
+                    .map(|(_, index)| index),
+                need,
+            ),
+            Rule::Worst => Self::worst_of(
+                self.rack_heap
+                    .iter_mut()
+                    .enumerate()
+                    .filter(|(r, _)| of_racks(r))
+                    .map(|(_, heap)| heap),
+                &self.load,
+                &self.limit,
+                need,
+            ),
             _ => None,
         }
+    }
+
+    /// Best Fit among several indices: the bin with the least remaining capacity that takes `need`.
+    fn best_of<'i>(
+        indices: impl Iterator<Item = &'i BTreeMap<u128, u32>>,
+        need: f64,
+    ) -> Option<usize> {
+        indices
+            .filter_map(|index| index.range((ordered(need) as u128) << 64..).next())
+            .min()
+            .map(|(_, &b)| b as usize)
+    }
+
+    /// Worst Fit among several heaps: the bin with the most room of all (their valid tops; ties by id), if
+    /// `need` fits in it.
+    fn worst_of<'h>(
+        heaps: impl Iterator<Item = &'h mut BinaryHeap<Reverse<(F, u64, u32)>>>,
+        load: &[f64],
+        limit: &[f64],
+        need: f64,
+    ) -> Option<usize> {
+        let mut best: Option<(F, u64, u32)> = None;
+        for heap in heaps {
+            if let Some(top) = Self::valid_top(heap, load, limit) {
+                if best.is_none_or(|b| top < b) {
+                    best = Some(top);
+                }
+            }
+        }
+        let (_, _, b) = best?;
+        let b = b as usize;
+        (load[b] + need <= limit[b]).then_some(b)
+    }
+
+    /// The heap's valid top (stale entries dropped on the way).
+    fn valid_top(
+        heap: &mut BinaryHeap<Reverse<(F, u64, u32)>>,
+        load: &[f64],
+        limit: &[f64],
+    ) -> Option<(F, u64, u32)> {
+        while let Some(&Reverse(top)) = heap.peek() {
+            let b = top.2 as usize;
+            if top.0 .0 == load[b] - limit[b] {
+                return Some(top);
+            }
+            heap.pop();
+        }
+        None
     }
 
     /// The bin of the heap's valid top if `need` fits in it (stale entries dropped on the way).
@@ -398,14 +428,9 @@ impl<'a> Bins<'a> {
         limit: &[f64],
         need: f64,
     ) -> Option<usize> {
-        while let Some(&Reverse((top, _, b))) = heap.peek() {
-            let b = b as usize;
-            if top.0 == load[b] - limit[b] {
-                return (load[b] + need <= limit[b]).then_some(b);
-            }
-            heap.pop();
-        }
-        None
+        let (_, _, b) = Self::valid_top(heap, load, limit)?;
+        let b = b as usize;
+        (load[b] + need <= limit[b]).then_some(b)
     }
 
     /// Zone mode: the open bin of j's racks `place` puts j into (Some(None): it opens one there), None where j
