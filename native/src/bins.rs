@@ -349,22 +349,10 @@ impl<'a> Bins<'a> {
             return Self::top(heap, &self.load, &self.limit, need);
         }
         let racks = zones.of_partition(j);
-        let of_racks = |r: &usize| racks.contains(&(*r as u32));
         match self.rule {
-            Rule::Best => Self::best_of(
-                self.rack_residual
-                    .iter()
-                    .enumerate()
-                    .filter(|(r, _)| of_racks(r))
-                    .map(|(_, index)| index),
-                need,
-            ),
+            Rule::Best => Self::best_of(in_racks(self.rack_residual.iter(), racks), need),
             Rule::Worst => Self::worst_of(
-                self.rack_heap
-                    .iter_mut()
-                    .enumerate()
-                    .filter(|(r, _)| of_racks(r))
-                    .map(|(_, heap)| heap),
+                in_racks(self.rack_heap.iter_mut(), racks),
                 &self.load,
                 &self.limit,
                 need,
@@ -548,4 +536,15 @@ impl<'a> Bins<'a> {
             }
         }
     }
+}
+
+/// Of the indices kept per rack (in rack order), those of `racks`.
+fn in_racks<'r, T>(
+    per_rack: impl Iterator<Item = T> + 'r,
+    racks: &'r [u32],
+) -> impl Iterator<Item = T> + 'r {
+    per_rack
+        .enumerate()
+        .filter(|(r, _)| racks.contains(&(*r as u32)))
+        .map(|(_, index)| index)
 }
