@@ -288,6 +288,10 @@ class ApacheKafka:
             "group.initial.rebalance.delay.ms": "0",
             # Kafka's 50 offsets partitions take seconds to create on a fresh node; a local cluster needs few.
             "offsets.topic.num.partitions": "4",
+            # The log cleaner's dedupe buffer is 128 MB by default, allocated in one piece at start: on a small
+            # heap (256-512 MB) that allocation can fail and stop the node; a local cluster's compacted topics
+            # are tiny.
+            "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
         }
         if node.port is not None:
             config["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{node.port}"

@@ -84,6 +84,14 @@ def test_three_brokers_with_racks_form_one_cluster(tmp_path):
     assert all(node.process is None for node in cluster.nodes)
 
 
+def test_a_node_starts_on_a_small_heap(tmp_path):
+    # Kafka's default log cleaner buffer (128 MB, allocated at start) does not fit a 160 MB heap: the node would
+    # stop with an OutOfMemoryError, as one of a 256 MB three-broker cluster once did in CI.
+    with ApacheKafka(tmp_path, heap="160m") as cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        assert admin.describe_cluster().result(30).cluster_id == cluster.cluster_id
+
+
 def test_a_node_that_cannot_start_fails_with_its_log(tmp_path):
     broken = ApacheKafka(tmp_path, properties={"num.network.threads": "not-a-number"})
     with pytest.raises(KafkaSetupError, match="not-a-number"):
