@@ -245,13 +245,7 @@ impl<'a> Bins<'a> {
                 }
                 Some(self.bin_at[i - self.leaves] as usize)
             }
-            Rule::Best if self.zones.is_none() => {
-                Self::best_of([&self.by_residual].into_iter(), need)
-            }
-            Rule::Worst if self.zones.is_none() => {
-                Self::top(&mut self.heap, &self.load, &self.limit, need)
-            }
-            // zone mode: the best of every rack's index and of that of the bins without a rack
+            // the best of every rack's index (zone mode; none otherwise) and of the global one
             Rule::Best => Self::best_of(self.rack_residual.iter().chain([&self.by_residual]), need),
             Rule::Worst => Self::worst_of(
                 self.rack_heap.iter_mut().chain([&mut self.heap]),
@@ -346,7 +340,7 @@ impl<'a> Bins<'a> {
         if let (Some(r), Rule::Worst) = (zones.lone_rack(j), self.rule) {
             // (most partitions: one rack, one heap)
             let heap = &mut self.rack_heap[r];
-            return Self::top(heap, &self.load, &self.limit, need);
+            return Self::worst_of([heap].into_iter(), &self.load, &self.limit, need);
         }
         let racks = zones.of_partition(j);
         match self.rule {
@@ -407,18 +401,6 @@ impl<'a> Bins<'a> {
             heap.pop();
         }
         None
-    }
-
-    /// The bin of the heap's valid top if `need` fits in it (stale entries dropped on the way).
-    fn top(
-        heap: &mut BinaryHeap<Reverse<(F, u64, u32)>>,
-        load: &[f64],
-        limit: &[f64],
-        need: f64,
-    ) -> Option<usize> {
-        let (_, _, b) = Self::valid_top(heap, load, limit)?;
-        let b = b as usize;
-        (load[b] + need <= limit[b]).then_some(b)
     }
 
     /// Zone mode: the open bin of j's racks `place` puts j into (Some(None): it opens one there), None where j
