@@ -32,7 +32,7 @@ pub fn any_fit(p: &mut Problem, rule: Rule, decreasing: bool) -> Placement {
             spending,
             p.capacity,
             &p.previous_ids,
-            &p.decreasing_rank,
+            (&p.decreasing, &p.decreasing_rank),
             members.is_some(),
         );
         return state.placement(&p.key_rank, Outputs::None);
@@ -228,22 +228,26 @@ pub fn modified_any_fit(
             continue;
         }
         let b = bins.choose(j);
+        // (zone mode: placed where chosen, not chosen again)
+        let place = |bins: &mut Bins| {
+            if zones.is_some() {
+                bins.place_chosen(j, b)
+            } else {
+                bins.place(j)
+            }
+        };
         let stay = if was == NONE || (was as usize) >= known {
             usize::MAX
         } else {
             home[was as usize]
         };
         if stay == usize::MAX || b == Some(stay) {
-            let b = if zones.is_some() {
-                bins.place_chosen(j, b)
-            } else {
-                bins.place(j)
-            };
+            let b = place(&mut bins);
             if was != NONE && bins.ids[b] != was {
                 spending.spend(j);
             }
         } else if spending.affords(j) {
-            bins.place(j);
+            place(&mut bins);
             spending.spend(j);
         } else {
             spending.refused += 1; // the budget is spent: j stays where it is
@@ -270,7 +274,7 @@ pub fn modified_any_fit(
             spending,
             capacity,
             &p.previous_ids,
-            rank,
+            (&p.decreasing, rank),
             members.is_some(),
         );
         let outputs = budget(&state.spending, state.overloaded(), state.consumers);

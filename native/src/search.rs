@@ -12,7 +12,7 @@ use crate::consumers::{Consumers, Pool};
 use crate::fit::Spending;
 use crate::hash::Map;
 use crate::intern::NONE;
-use crate::problem::{Outputs, Placement};
+use crate::problem::{fsum, Outputs, Placement};
 use crate::zones::{Zones, NO_RACK};
 
 /// `app.core.model.ROUNDING_ERROR`
@@ -48,7 +48,8 @@ fn below(value: f64) -> u128 {
 pub struct SearchState<'p, 's> {
     rates: &'p [f64],
     capacity: f64,
-    previous_owner: &'p [u32],
+    /// the partitions largest first (ties by id), and each one's place there
+    decreasing: &'p [u32],
     rank: &'p [u32],
     zones: &'p Zones,
     members: bool,
@@ -62,8 +63,10 @@ pub struct SearchState<'p, 's> {
     pub held: Vec<Vec<u32>>,
     pub load: Vec<f64>,
     pub rack: Vec<i32>,
-    owner: Vec<usize>,
-    previous_bin: Vec<usize>,
+    /// each partition's bin (OUT_BIN: none), and its previous consumer's bin (NEW: it had none; OUT_BIN: that
+    /// consumer has no bin here), as 32 bits: the search reads them at random, the less memory the better
+    owner: Vec<u32>,
+    previous_bin: Vec<u32>,
     cross: f64,
     /// The consumers emptied by the search, by rack (index rack + 1: 0 for those without one).
     idle: Vec<BTreeSet<usize>>,
@@ -76,8 +79,8 @@ pub struct SearchState<'p, 's> {
     /// Partitions being moved with the slack indices left as they are (no one reads them meanwhile): each
     /// consumer's entry is renewed once the moves are done.
     placing: bool,
-    /// The partitions moved in this pass of `localize`.
-    pass_moves: Option<Vec<u32>>,
+    /// The partitions with racks read across zones, by rank: `localize`'s list, in its order.
+    crossing: Marks,
     /// The work `localize`'s exact re-placements may still spend
     exact_left: i64,
     /// `improve`'s tables, refilled for each neighbourhood
@@ -85,6 +88,17 @@ pub struct SearchState<'p, 's> {
 }
 
 const OUT: usize = usize::MAX;
+const OUT_BIN: u32 = u32::MAX;
+const NEW: u32 = u32::MAX - 1;
+
+/// A bin as `owner` and `previous_bin` hold it, back as an index (OUT where it is none).
+fn bin(b: u32) -> usize {
+    if b >= NEW {
+        OUT
+    } else {
+        b as usize
+    }
+}
 
 impl<'p, 's> SearchState<'p, 's> {
     fn idle_of(&mut self, b: usize) -> &mut BTreeSet<usize> {
@@ -97,9 +111,12 @@ impl<'p, 's> SearchState<'p, 's> {
         }
         self.held[b].push(j);
         self.load[b] += self.rates[j as usize];
-        self.owner[j as usize] = b;
+        self.owner[j as usize] = b as u32;
         if !self.zones.local(j, self.rack[b]) {
             self.cross += self.rates[j as usize];
+            if self.zones.has_racks(j) {
+                self.crossing.set(self.rank[j as usize]);
+            }
         }
         self.track(b);
     }
@@ -114,9 +131,10 @@ impl<'p, 's> SearchState<'p, 's> {
             self.idle_of(b).insert(b);
         }
         self.load[b] -= self.rates[j as usize];
-        self.owner[j as usize] = OUT;
+        self.owner[j as usize] = OUT_BIN;
         if !self.zones.local(j, self.rack[b]) {
             self.cross -= self.rates[j as usize];
+            self.crossing.unset(self.rank[j as usize]);
         }
         self.track(b);
     }
@@ -160,6 +178,10 @@ impl<'p, 's> SearchState<'p, 's> {
         self.ids.len() - 1
     }
 
+    fn owner(&self, j: u32) -> usize {
+        bin(self.owner[j as usize])
+    }
+
     fn local(&self, j: u32, b: usize) -> bool {
         self.zones.local(j, self.rack[b])
     }
@@ -170,7 +192,8 @@ impl<'p, 's> SearchState<'p, 's> {
 
     /// Whether partition j on bin b is a move (it had another consumer).
     fn cost(&self, j: u32, b: usize) -> bool {
-        self.previous_owner[j as usize] != NONE && self.previous_bin[j as usize] != b
+        let was = self.previous_bin[j as usize];
+        was != NEW && was as usize != b
     }
 
     fn by_slack(&self) -> &BTreeMap<u128, usize> {
@@ -212,10 +235,7 @@ impl<'p, 's> SearchState<'p, 's> {
     /// Partition j to bin b (OUT: out of every bin), its cost charged or refunded (one unit of work).
     fn move_to(&mut self, j: u32, b: usize) {
         self.work += 1;
-        if let Some(moves) = &mut self.pass_moves {
-            moves.push(j);
-        }
-        let was = self.owner[j as usize];
+        let was = self.owner(j);
         if was != OUT {
             if self.cost(j, was) {
                 self.spending.rate -= self.rates[j as usize];
@@ -274,7 +294,7 @@ impl<'p, 's> SearchState<'p, 's> {
         self.placing = true;
         let mut touched = Vec::with_capacity(2 * journal.len());
         for &(j, b) in journal.iter().rev() {
-            touched.extend([self.owner[j as usize], b]);
+            touched.extend([self.owner(j), b]);
             self.move_to(j, b);
         }
         self.placing = false;
@@ -293,7 +313,7 @@ impl<'p, 's> SearchState<'p, 's> {
     fn relocate(&mut self, j: u32, target: usize, journal: &mut Vec<(u32, usize)>) -> bool {
         let rates = self.rates;
         self.work += 1;
-        let home = self.previous_bin[j as usize];
+        let home = bin(self.previous_bin[j as usize]);
         let home_open = home != OUT && home != target && !self.held[home].is_empty();
         if home_open && self.local(j, home) && self.fits(home, j) {
             self.move_to(j, home);
@@ -320,7 +340,14 @@ impl<'p, 's> SearchState<'p, 's> {
         let (rank, rj) = (self.rank, rates[j as usize]);
         for b in roomiest {
             // its partitions smaller than j, smallest first (ties by rank); one unit of work for each partition
-            // looked at in that order, the larger ones after them
+            // looked at in that order, the larger ones after them (all of them, where none makes room)
+            let makes_room = |y: u32| {
+                rates[y as usize] < rj && within(self.load[b] - rates[y as usize] + rj, self.cap[b])
+            };
+            if !self.held[b].iter().any(|&y| makes_room(y)) {
+                self.work += self.held[b].len() as i64;
+                continue;
+            }
             let mut smaller: Vec<u32> = self.held[b]
                 .iter()
                 .copied()
@@ -378,7 +405,7 @@ impl<'p, 's> SearchState<'p, 's> {
             self.placing = true;
             for (&j, &slot) in hood.items.iter().zip(&hood.best) {
                 let b = hood.bins[slot];
-                if self.owner[j as usize] != b {
+                if self.owner(j) != b {
                     self.move_to(j, b);
                 }
             }
@@ -521,42 +548,32 @@ impl<'p, 's> SearchState<'p, 's> {
     /// consumer and those of its racks with the most room are re-placed exactly. Passes until one keeps
     /// nothing or `limit` units of work are spent.
     fn localize(&mut self, limit: i64) {
-        let zones = self.zones;
-        let crosses = |s: &Self, j: u32| zones.crosses(j, s.rack[s.owner[j as usize]]);
         let mut kept = 0;
-        // the partitions read across zones; after the first pass, only those of the last one and those it
-        // moved can be
-        let mut crossing: Vec<u32> = (0..self.owner.len() as u32)
-            .filter(|&j| crosses(self, j))
-            .collect();
-        let mut sorted = 0; // crossing[..sorted]: the last pass's list, in order; after it, what that pass moved
         while self.work < limit {
             self.work += self.owner.len() as i64 / 16 + 1;
-            let mut moved = crossing.split_off(sorted);
-            by_rank(&mut moved, self.rank);
-            crossing = merged(crossing, moved, self.rank);
-            crossing.dedup();
-            crossing.retain(|&j| crosses(self, j));
             let before = kept;
-            self.pass_moves = Some(vec![]);
+            // (largest first: the marks are by rank)
+            let crossing: Vec<Crossing> = self
+                .crossing
+                .iter()
+                .map(|r| Crossing::of(self.decreasing[r as usize], self.zones))
+                .collect();
             // per racks: partitions in a row left across zones; a pass whose every racks is done ends
-            let mut failed = Failures::of(&crossing, zones);
-            for &j in &crossing {
+            let mut failed = Failures::of(&crossing, self.zones);
+            for &c in &crossing {
                 if self.work >= limit || failed.all_done() {
                     break;
                 }
-                if self.local(j, self.owner[j as usize]) || failed.done(j) {
+                if failed.done(c) || self.local(c.j, self.owner(c.j)) {
                     continue;
                 }
-                if self.localize_one(j, limit) {
+                if self.localize_one(c.j, limit) {
                     kept += 1;
-                    failed.reset(j);
+                    failed.reset(c);
                 } else {
-                    failed.add(j);
+                    failed.add(c);
                 }
             }
-            sorted = crossing.len();
-            crossing.extend(self.pass_moves.take().expect("the pass's moves"));
             if kept == before {
                 break;
             }
@@ -572,8 +589,8 @@ impl<'p, 's> SearchState<'p, 's> {
 
     fn localize_one(&mut self, j: u32, limit: i64) -> bool {
         let rates = self.rates;
-        let a = self.owner[j as usize];
-        let home = self.previous_bin[j as usize];
+        let a = self.owner(j);
+        let home = bin(self.previous_bin[j as usize]);
         let b = if home != OUT && home != a && self.local(j, home) && self.fits(home, j) {
             Some(home)
         } else {
@@ -698,7 +715,8 @@ impl<'p, 's> SearchState<'p, 's> {
         }
         self.held.iter_mut().for_each(Vec::clear);
         for j in in_key_order {
-            self.held[self.owner[j as usize]].push(j);
+            let b = self.owner(j);
+            self.held[b].push(j);
         }
         let mut racks = vec![];
         let mut bins = vec![];
@@ -735,6 +753,61 @@ fn by_rank(partitions: &mut [u32], rank: &[u32]) {
     }
 }
 
+/// A partition read across zones as `localize` lists it, with its rack where it has one (most have: their
+/// leader's), read there without a lookup.
+#[derive(Clone, Copy)]
+struct Crossing {
+    j: u32,
+    lone: u32,
+}
+
+/// `Crossing::lone` of a partition with several racks.
+const SEVERAL_RACKS: u32 = u32::MAX;
+
+impl Crossing {
+    fn of(j: u32, zones: &Zones) -> Self {
+        Crossing {
+            j,
+            lone: zones.lone_rack(j).map_or(SEVERAL_RACKS, |r| r as u32),
+        }
+    }
+}
+
+/// A set of numbers below n, a bit each.
+struct Marks {
+    words: Vec<u64>,
+}
+
+impl Marks {
+    fn new(n: usize) -> Self {
+        Marks {
+            words: vec![0; n.div_ceil(64)],
+        }
+    }
+
+    fn set(&mut self, x: u32) {
+        self.words[x as usize / 64] |= 1 << (x % 64);
+    }
+
+    fn unset(&mut self, x: u32) {
+        self.words[x as usize / 64] &= !(1 << (x % 64));
+    }
+
+    /// The numbers set, in increasing order.
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.words.iter().enumerate().flat_map(|(w, &word)| {
+            let mut bits = word;
+            std::iter::from_fn(move || {
+                (bits != 0).then(|| {
+                    let x = w * 64 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    x as u32
+                })
+            })
+        })
+    }
+}
+
 /// `localize`'s count, per racks, of the partitions in a row a pass left across zones: those of a racks
 /// whose count reached FAILED_LOCALIZES are not tried for the rest of the pass. Racks of one rack (most
 /// partitions') are counted by rack, the others by their list.
@@ -748,13 +821,13 @@ struct Failures<'z> {
 }
 
 impl<'z> Failures<'z> {
-    fn of(partitions: &[u32], zones: &'z Zones) -> Self {
+    fn of(partitions: &[Crossing], zones: &'z Zones) -> Self {
         // a rack none of the partitions has counts as done
         let (mut lone, mut any_several) = (vec![usize::MAX; zones.names.len()], false);
-        for &j in partitions {
-            match zones.lone_rack(j) {
-                Some(r) => lone[r] = 0,
-                None => any_several = true,
+        for c in partitions {
+            match c.lone {
+                SEVERAL_RACKS => any_several = true,
+                r => lone[r as usize] = 0,
             }
         }
         let open = lone.iter().filter(|&&n| n == 0).count();
@@ -767,25 +840,28 @@ impl<'z> Failures<'z> {
         }
     }
 
-    fn count(&mut self, j: u32) -> &mut usize {
-        match self.zones.lone_rack(j) {
-            Some(r) => &mut self.lone[r],
-            None => self.several.entry(self.zones.of_partition(j)).or_insert(0),
+    fn count(&mut self, c: Crossing) -> &mut usize {
+        match c.lone {
+            SEVERAL_RACKS => self
+                .several
+                .entry(self.zones.of_partition(c.j))
+                .or_insert(0),
+            r => &mut self.lone[r as usize],
         }
     }
 
-    fn done(&mut self, j: u32) -> bool {
-        *self.count(j) >= FAILED_LOCALIZES
+    fn done(&mut self, c: Crossing) -> bool {
+        *self.count(c) >= FAILED_LOCALIZES
     }
 
-    fn reset(&mut self, j: u32) {
-        *self.count(j) = 0;
+    fn reset(&mut self, c: Crossing) {
+        *self.count(c) = 0;
     }
 
-    fn add(&mut self, j: u32) {
-        let count = self.count(j);
+    fn add(&mut self, c: Crossing) {
+        let count = self.count(c);
         *count += 1;
-        if *count == FAILED_LOCALIZES && self.zones.lone_rack(j).is_some() {
+        if *count == FAILED_LOCALIZES && c.lone != SEVERAL_RACKS {
             self.open -= 1;
         }
     }
@@ -794,27 +870,6 @@ impl<'z> Failures<'z> {
     fn all_done(&self) -> bool {
         self.open == 0 && !self.any_several
     }
-}
-
-/// Two lists in the order of `rank`, merged into one in that order.
-fn merged(a: Vec<u32>, b: Vec<u32>, rank: &[u32]) -> Vec<u32> {
-    if b.is_empty() {
-        return a;
-    }
-    let mut out = Vec::with_capacity(a.len() + b.len());
-    let (mut x, mut y) = (a.iter().peekable(), b.iter().peekable());
-    while let (Some(&&i), Some(&&j)) = (x.peek(), y.peek()) {
-        if (rank[i as usize], i) <= (rank[j as usize], j) {
-            out.push(i);
-            x.next();
-        } else {
-            out.push(j);
-            y.next();
-        }
-    }
-    out.extend(x);
-    out.extend(y);
-    out
 }
 
 /// The open consumers of `targets` in the order of their keys ((a value, id) as one integer), sorted as they
@@ -992,7 +1047,7 @@ impl Neighbourhood {
         let mut used_slots = 0u64; // k ≤ 64
         let mut inside = 0i64;
         for (i, &j) in self.items.iter().enumerate() {
-            let owner = state.owner[j as usize];
+            let owner = state.owner(j);
             let slot = bins
                 .iter()
                 .position(|&b| b == owner)
@@ -1113,33 +1168,35 @@ pub fn finish_zoned<'p, 's>(
     spending: Spending<'s>,
     capacity: f64,
     previous_ids: &[u32],
-    rank: &'p [u32],
+    (decreasing, rank): (&'p [u32], &'p [u32]),
     members: bool,
 ) -> SearchState<'p, 's> {
-    let (rates, previous_owner) = (bins.rates, bins.previous_owner);
+    let rates = bins.rates;
     let zones = bins.zones.expect("zone mode");
     let n = rates.len();
     let mut is_previous = vec![false; bins.consumers.len()];
     for &c in previous_ids {
         is_previous[c as usize] = true;
     }
-    let mut owner = vec![OUT; n];
+    let mut owner = vec![OUT_BIN; n];
     for (b, held) in bins.held.iter().enumerate() {
         for &j in held {
-            owner[j as usize] = b;
+            owner[j as usize] = b as u32;
         }
     }
-    let previous_bin = previous_owner
+    let previous_bin = bins
+        .previous_owner
         .iter()
         .map(|&was| match bins.bin_of.get(was as usize) {
-            Some(&b) if b != NONE => b as usize,
-            _ => OUT,
+            _ if was == NONE => NEW,
+            Some(&b) if b != NONE => b,
+            _ => OUT_BIN,
         })
         .collect();
     let mut state = SearchState {
         rates,
         capacity,
-        previous_owner,
+        decreasing,
         rank,
         zones,
         members,
@@ -1164,7 +1221,7 @@ pub fn finish_zoned<'p, 's>(
         rack_slack: vec![BTreeMap::new(); zones.names.len()],
         hood: Neighbourhood::default(),
         placing: false,
-        pass_moves: None,
+        crossing: Marks::new(n),
         exact_left: n as i64 + 50_000,
     };
     // the indices and the cross-zone rate, all at once (the keys are unique: sorted, the trees are built in
@@ -1183,9 +1240,22 @@ pub fn finish_zoned<'p, 's>(
     }
     state.by_slack = Some(entries.into_iter().collect());
     state.rack_slack = by_rack.into_iter().map(BTreeMap::from_iter).collect();
-    state.cross = (0..state.ids.len()).fold(0.0, |sum, b| {
-        sum + zones.cross_zone(rates, &state.held[b], state.rack[b])
-    });
+    // the cross-zone rate, consumer by consumer (as `cross_zone` sums it), and the partitions read across zones
+    let mut across: Vec<f64> = vec![];
+    for b in 0..state.ids.len() {
+        across.clear();
+        for &j in &state.held[b] {
+            if !zones.local(j, state.rack[b]) {
+                across.push(rates[j as usize]);
+                if zones.has_racks(j) {
+                    state.crossing.set(rank[j as usize]);
+                }
+            }
+        }
+        if !across.is_empty() {
+            state.cross += fsum(across.iter().copied());
+        }
+    }
     let limit = 20 * n as i64 + 50_000;
     state.consolidate(limit / 2);
     state.merge(limit);
@@ -1193,4 +1263,24 @@ pub fn finish_zoned<'p, 's>(
     state.rerack();
     state.localize(limit);
     state
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Marks;
+
+    #[test]
+    fn marks_read_back_in_increasing_order_as_set_and_unset() {
+        let mut marks = Marks::new(200);
+        for x in [199, 3, 64, 63, 0, 128, 3] {
+            marks.set(x);
+        }
+        marks.unset(64);
+        marks.unset(5); // never set
+        assert_eq!(marks.iter().collect::<Vec<_>>(), vec![0, 3, 63, 128, 199]);
+        for x in [0, 3, 63, 128, 199] {
+            marks.unset(x);
+        }
+        assert_eq!(marks.iter().next(), None);
+    }
 }

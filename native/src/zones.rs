@@ -96,6 +96,12 @@ impl Zones {
         self.of_consumer.get(c as usize).copied().unwrap_or(NO_RACK)
     }
 
+    /// Whether partition j has racks.
+    #[inline]
+    pub fn has_racks(&self, j: u32) -> bool {
+        self.lone[j as usize] != NO_RACK
+    }
+
     /// Whether partition j is read within its zone by a consumer in `rack`.
     #[inline]
     pub fn local(&self, j: u32, rack: i32) -> bool {
@@ -114,7 +120,7 @@ impl Zones {
     /// Whether partition j has racks and a consumer in `rack` reads it across zones.
     #[inline]
     pub fn crosses(&self, j: u32, rack: i32) -> bool {
-        self.lone[j as usize] != NO_RACK && !self.local(j, rack)
+        self.has_racks(j) && !self.local(j, rack)
     }
 
     /// The rate a consumer in `rack` holding `held` reads across zones (math.fsum, as the reference sums it).
