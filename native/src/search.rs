@@ -12,7 +12,7 @@ use crate::consumers::{Consumers, Pool};
 use crate::fit::Spending;
 use crate::hash::Map;
 use crate::intern::NONE;
-use crate::problem::{fsum, Outputs, Placement};
+use crate::problem::{Outputs, Placement};
 use crate::zones::{Zones, NO_RACK};
 
 /// `app.core.model.ROUNDING_ERROR`
@@ -341,10 +341,7 @@ impl<'p, 's> SearchState<'p, 's> {
         for b in roomiest {
             // its partitions smaller than j, smallest first (ties by rank); one unit of work for each partition
             // looked at in that order, the larger ones after them (all of them, where none makes room)
-            let makes_room = |y: u32| {
-                rates[y as usize] < rj && within(self.load[b] - rates[y as usize] + rj, self.cap[b])
-            };
-            if !self.held[b].iter().any(|&y| makes_room(y)) {
+            if !self.held[b].iter().any(|&y| self.makes_room(b, y, rj)) {
                 self.work += self.held[b].len() as i64;
                 continue;
             }
@@ -361,10 +358,10 @@ impl<'p, 's> SearchState<'p, 's> {
             });
             for y in smaller {
                 self.work += 1;
-                let ry = rates[y as usize];
-                if !within(self.load[b] - ry + rj, self.cap[b]) {
+                if !self.makes_room(b, y, rj) {
                     continue;
                 }
+                let ry = rates[y as usize];
                 journal.push((y, b));
                 // b's entry is left as it was while y is out: Best Fit excludes b wherever it stands
                 self.placing = true;
@@ -386,6 +383,12 @@ impl<'p, 's> SearchState<'p, 's> {
             self.work += larger as i64;
         }
         false
+    }
+
+    /// Whether taking partition y out of bin b, smaller than a partition of rate `rj`, leaves room for it.
+    fn makes_room(&self, b: usize, y: u32, rj: f64) -> bool {
+        let ry = self.rates[y as usize];
+        ry < rj && within(self.load[b] - ry + rj, self.cap[b])
     }
 
     /// Re-place the partitions of `bins` among them exactly; whether a better placement was kept.
@@ -1240,21 +1243,14 @@ pub fn finish_zoned<'p, 's>(
     }
     state.by_slack = Some(entries.into_iter().collect());
     state.rack_slack = by_rack.into_iter().map(BTreeMap::from_iter).collect();
-    // the cross-zone rate, consumer by consumer (as `cross_zone` sums it), and the partitions read across zones
-    let mut across: Vec<f64> = vec![];
+    // the cross-zone rate, consumer by consumer, and the partitions with racks read across zones
     for b in 0..state.ids.len() {
-        across.clear();
-        for &j in &state.held[b] {
-            if !zones.local(j, state.rack[b]) {
-                across.push(rates[j as usize]);
-                if zones.has_racks(j) {
-                    state.crossing.set(rank[j as usize]);
-                }
+        let crossing = &mut state.crossing;
+        state.cross += zones.cross_zone_each(rates, &state.held[b], state.rack[b], |j| {
+            if zones.has_racks(j) {
+                crossing.set(rank[j as usize]);
             }
-        }
-        if !across.is_empty() {
-            state.cross += fsum(across.iter().copied());
-        }
+        });
     }
     let limit = 20 * n as i64 + 50_000;
     state.consolidate(limit / 2);

@@ -125,14 +125,25 @@ impl Zones {
 
     /// The rate a consumer in `rack` holding `held` reads across zones (math.fsum, as the reference sums it).
     pub fn cross_zone(&self, rates: &[f64], held: &[u32], rack: i32) -> f64 {
+        self.cross_zone_each(rates, held, rack, |_| ())
+    }
+
+    /// `cross_zone`, `each` called with every partition of `held` read across zones.
+    pub fn cross_zone_each(
+        &self,
+        rates: &[f64],
+        held: &[u32],
+        rack: i32,
+        mut each: impl FnMut(u32),
+    ) -> f64 {
         match held.iter().position(|&j| !self.local(j, rack)) {
             None => 0.0, // (most consumers)
-            Some(first) => fsum(
-                held[first..]
-                    .iter()
-                    .filter(|&&j| !self.local(j, rack))
-                    .map(|&j| rates[j as usize]),
-            ),
+            Some(first) => fsum(held[first..].iter().filter(|&&j| !self.local(j, rack)).map(
+                |&j| {
+                    each(j);
+                    rates[j as usize]
+                },
+            )),
         }
     }
 
