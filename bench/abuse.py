@@ -352,11 +352,14 @@ def percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
 
-def each_kind(url: str) -> None:
-    """Each kind alone, three times in a row: its answers and the event loop's longest lag meanwhile."""
+def each_kind(url: str, only: str) -> None:
+    """Each kind (whose name contains `only`) alone, three times in a row: its answers and the event loop's longest
+    busy spell meanwhile."""
     print("  each kind alone (3 in a row): answers; the event loop's busy spells over 20 ms, and the longest")
     with httpx.Client(base_url=url, timeout=120, headers={"Authorization": f"Bearer {ABUSER}"}) as client:
         for kind, method, path, body, extra in worst_of_each_kind():
+            if only not in kind:
+                continue
             before = loop_lag(url)
             statuses: Counter = Counter()
             for _ in range(3):
@@ -377,6 +380,7 @@ def main() -> None:
     parser.add_argument("--baseline-seconds", type=float, default=15, help="measured first, without abuse")
     parser.add_argument("--memory-limit-mb", type=int, default=8192, help="RLIMIT_AS of the service")
     parser.add_argument("--each", action="store_true", help="first, each kind alone: its lag on the event loop")
+    parser.add_argument("--each-only", metavar="TEXT", help="only each kind whose name contains TEXT alone, no abuse")
     args = parser.parse_args()
 
     data = Path(tempfile.mkdtemp(prefix="groupfit-abuse-"))
@@ -405,8 +409,10 @@ def main() -> None:
         httpx.get(f"{url}/readyz", timeout=30).raise_for_status()
         seed_big(url)
         print(f"seeded {LISTED_GROUPS} groups and {BIG} in {time.monotonic() - started:.0f} s", flush=True)
-        if args.each:
-            each_kind(url)
+        if args.each or args.each_only is not None:
+            each_kind(url, args.each_only or "")
+        if args.each_only is not None:
+            return
         peak = [0.0, 0.0]
         sampling = True
 

@@ -14,7 +14,7 @@ from starlette.responses import Response, StreamingResponse
 from app.api.dependencies import services_of
 from app.codec.wire import encode
 from app.core.errors import AssignmentError, ErrorCode
-from app.service.compute import CHUNK
+from app.service.compute import CHUNK, concatenated
 
 Responses = dict[int | str, dict[str, Any]]
 
@@ -86,10 +86,10 @@ def endpoint(
     )
 
 
-def json_response(body: bytes | list[bytes] | Any) -> Response:
-    """JSON bytes as they are (or as the slices a compute worker's answer was read in), or a codec value
-    encoded. A large answer is sent a slice at a time, the socket drained in between, so the event loop never
-    copies much of it at once."""
+def json_response(body: bytes | list[bytes] | list[bytes | memoryview] | Any) -> Response:
+    """JSON bytes as they are (or in parts: the slices a compute worker's answer was read in, the views of an
+    answer and its version), or a codec value encoded. A large answer is sent a slice at a time, the socket
+    drained in between, so the event loop never copies much of it at once."""
     chunks = body if isinstance(body, list) else [body if isinstance(body, bytes) else encode(body)]
     size = sum(map(len, chunks))
     if size <= CHUNK:
@@ -125,7 +125,7 @@ async def read_body(request: Request) -> bytes:
         if size > limit:
             raise _too_large(limit)
         chunks.append(chunk)
-    return b"".join(chunks)
+    return await concatenated(chunks)
 
 
 def _too_large(limit: int) -> AssignmentError:

@@ -268,12 +268,13 @@ def delta_of(outcome: Outcome, dense: bool) -> Delta:
 _NO_VERSION = b'"version":null}'
 
 
-def with_version(answer: bytes, version: int) -> bytes:
-    """An encoded answer, encoded before the store numbered it, with its version: `version` is the last
-    field, so this is a splice of the tail, not a second encoding of what may be megabytes."""
-    if not answer.endswith(_NO_VERSION):
+def with_version(answer: bytes | memoryview, version: int) -> list[bytes | memoryview]:
+    """An encoded answer, encoded before the store numbered it, with its version, as the parts of its JSON:
+    `version` is the last field, so this is a splice of the tail, neither a second encoding nor a copy of what
+    may be megabytes."""
+    if answer[-len(_NO_VERSION) :] != _NO_VERSION:
         raise ValueError("the answer was encoded with a version already")
-    return answer[: -len(_NO_VERSION)] + b'"version":%d}' % version
+    return [memoryview(answer)[: -len(_NO_VERSION)], b'"version":%d}' % version]
 
 
 def assignment_of(

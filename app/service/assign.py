@@ -54,8 +54,8 @@ class AssignService:
         idempotency_key: str | None = None,
         gone: Gone | None = None,
         tenants: tuple[str, ...] = (),
-    ) -> bytes:
-        """The answer as JSON: computed, and stored as the group's next version when a group is named (not on
+    ) -> list[bytes | memoryview]:
+        """The answer as the parts of its JSON: computed, and stored as the group's next version when a group is named (not on
         a dry run). A retry with the same Idempotency-Key and request gets the first answer again. The group's
         stored assignment and rates are read as stored (bytes) and decoded where the request is computed."""
         request, store = decoded.request, self.store
@@ -82,7 +82,7 @@ class AssignService:
         if not group or request.dry_run:
             if self.observer is not None:
                 self.observer.answered(computed.algorithm, "dry_run" if request.dry_run else "stateless")
-            return computed.answer
+            return [computed.answer]
         return await self._store_version(decoded, group, stored, computed, idempotency_key)
 
     async def decode(self, body: bytes, delta: DeltaForm, keyed: bool, tenants: tuple[str, ...] = ()) -> AssignInput:
@@ -122,7 +122,7 @@ class AssignService:
         stored: StoredGroup | None,
         computed: Computed,
         idempotency_key: str | None,
-    ) -> bytes:
+    ) -> list[bytes | memoryview]:
         request, fingerprint = decoded.request, decoded.fingerprint
         expected = (
             request.expected_version if request.expected_version is not None else (stored.version if stored else 0)
@@ -166,7 +166,7 @@ class AssignService:
         return with_version(computed.answer, write.version)
 
 
-def _replayed(replay: Replay, fingerprint: str) -> bytes:
+def _replayed(replay: Replay, fingerprint: str) -> list[bytes | memoryview]:
     """The stored answer of the request that first used this Idempotency-Key, if this is that request again."""
     if replay.fingerprint != fingerprint:
         raise AssignmentError(

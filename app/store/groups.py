@@ -292,7 +292,7 @@ class Replay:
 
     key: str
     fingerprint: str
-    answer: bytes
+    answer: bytes | memoryview
     version: int = 0
 
 
@@ -388,13 +388,13 @@ class GroupStore:
         expected_version: int,
         algorithm: str,
         capacity: float,
-        assignment: bytes,
+        assignment: bytes | memoryview,
         updated_at: str,
         summary: dict[str, Any],
         replay: Replay | None = None,
-        racks: bytes = b"",
+        racks: bytes | memoryview = b"",
         new: bool = False,
-        loads: bytes = b"",
+        loads: bytes | memoryview = b"",
     ) -> VersionWrite:
         """Compare-and-set of the group's next version with its history entry and idempotency record.
         `assignment` is the JSON of consumer → [[topic, partition], ...]; `racks` of consumer → rack (b"": the

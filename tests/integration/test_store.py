@@ -10,7 +10,7 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-from app.store.connection import seed_nodes
+from app.store.connection import SLICE, seed_nodes
 from app.store.groups import GroupStore, Replay
 
 pytestmark = pytest.mark.integration
@@ -80,6 +80,29 @@ async def test_compare_and_set_history_idempotency_and_rates(redis_backend):
         assert replay is not None and replay.version == 2
         assert await groups.delete(group) and await groups.get(group) is None and not await groups.delete(group)
         await groups.ping()
+    finally:
+        await groups.close()
+
+
+async def test_values_larger_than_a_slice_are_stored_and_read_back_whole(redis_backend):
+    """A group's assignment and an answer kept for replay of several MiB (read a slice at a time) come back
+    byte for byte, views included, beside the small fields of the same replies."""
+    groups = store(redis_backend, f"big-{uuid.uuid4().hex[:6]}")
+    assignment = {f"c-{c}": [(f"topic-{c}", p) for p in range(60_000)] for c in range(4)}
+    encoded = msgspec.json.encode(assignment)
+    answer = b'{"answer":"' + b"x" * (3 * SLICE + 5) + b'"}'
+    assert len(encoded) > 2 * SLICE
+    try:
+        written = await groups.write_version(
+            "big", 0, "mwf", 100.0, memoryview(encoded), "2026-11-25T09:00:00Z", {"algorithm": "mwf"},
+            Replay("key", "fp", memoryview(answer)),
+        )  # fmt: skip
+        assert written.outcome == "written"
+        stored = await groups.get("big")
+        assert stored is not None and stored.version == 1 and stored.algorithm == "mwf"
+        assert stored.assignment_json == encoded and stored.assignment == assignment
+        replay = await groups.get_replay("big", "key")
+        assert replay is not None and replay.answer == answer and replay.version == 1
     finally:
         await groups.close()
 
