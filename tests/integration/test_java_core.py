@@ -297,7 +297,7 @@ def compiled_answer(case: dict[str, Any]) -> dict[str, Any]:
     members = [{k: v for k, v in m.items() if v is not None} for m in case["members"]]
     computed = compiled_input(json.dumps(case | {"members": members}).encode(), LIMITS)
     assert computed is not None, "the compiled core reads it"
-    answer = json.loads(computed.completed(None, None, None).compute(LIMITS).answer)
+    answer = json.loads(bytes(computed.completed(None, None, None).compute(LIMITS).answer))
     return {
         "assignment": sorted_held(
             {c: [[r["topic"], r["partition"]] for r in held] for c, held in answer["assignment"].items()}
