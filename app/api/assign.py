@@ -71,8 +71,8 @@ async def assign(
 async def answer(
     request: Request, grant: Grant, assigner: AssignService, delta: DeltaForm, idempotency_key: str | None
 ) -> list[bytes | memoryview]:
-    """The answer's JSON, in parts: the body read and decoded, the token checked against its group, the use case run
-    (admitted for the token's tenants)."""
+    """The answer's JSON, in parts: the body read and decoded, the token checked against its group, the use case
+    run (admitted for the token's tenants)."""
     decoded = await assigner.decode(await read_body(request), delta, bool(idempotency_key), grant.tenants())
     fields = decoded.request
     request.state.group, request.state.algorithm = fields.group, fields.algorithm  # for the log

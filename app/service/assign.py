@@ -55,9 +55,9 @@ class AssignService:
         gone: Gone | None = None,
         tenants: tuple[str, ...] = (),
     ) -> list[bytes | memoryview]:
-        """The answer as the parts of its JSON: computed, and stored as the group's next version when a group is named (not on
-        a dry run). A retry with the same Idempotency-Key and request gets the first answer again. The group's
-        stored assignment and rates are read as stored (bytes) and decoded where the request is computed."""
+        """The answer as the parts of its JSON: computed, and stored as the group's next version when a group is
+        named (not on a dry run). A retry with the same Idempotency-Key and request gets the first answer again. The
+        group's stored assignment and rates are read as stored (bytes) and decoded where the request is computed."""
         request, store = decoded.request, self.store
         group = request.group
         get_algorithm(request.algorithm)  # an unknown name fails here, before any wait for a worker
