@@ -96,9 +96,9 @@ class SlicedParser(_AsyncRESP3Parser):
     so a read interrupted (a timeout) is parsed again whole."""
 
     async def _read(self, length: int) -> bytes:
-        head = self._buffer[self._pos :]
-        if length <= SLICE or len(head) >= length:
+        if length <= SLICE or len(self._buffer) - self._pos >= length:
             return await super()._read(length)
+        head = self._buffer[self._pos :]
         stream = self._stream
         if stream is None:
             raise RedisConnectionError("Connection closed by server.")
